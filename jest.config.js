@@ -1,0 +1,17 @@
+/**
+ * Jest runs TypeScript through @swc/jest (no type-checking here: `npm run typecheck` does that).
+ * middy is ESM-only: let swc transform it and point jest at its entry file.
+ * @type {import('jest').Config}
+ */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.(t|j)s$': ['@swc/jest'] },
+  transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+  moduleNameMapper: { '^@middy/([^/]+)$': '<rootDir>/node_modules/@middy/$1/index.js' },
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testTimeout: 30_000,
+  maxWorkers: 2,
+};
