@@ -1,0 +1,47 @@
+import { IdempotencyError } from './errors';
+import { type IdempotencyRecord, RecordStatus, type StoredResponse } from './record';
+
+/**
+ * What to do about a request, given the record found under its key. Pure: the same inputs, the same answer.
+ *
+ * - `fresh`: no live record (absent, or past its expiry: TTL deletion lags, so expiry is checked here).
+ * - `mismatch`: a live record made from a different request: the client reused its key for another operation.
+ * - `replay`: the work committed; return the stored response.
+ * - `in_flight`: another owner holds a live lease; come back after `retryAfterMs`.
+ * - `takeover`: the record was released, or its owner's lease ran out; claim it by its current lease token.
+ */
+export type Decision =
+  | { readonly kind: 'fresh' }
+  | { readonly kind: 'mismatch'; readonly record: IdempotencyRecord }
+  | { readonly kind: 'replay'; readonly response: StoredResponse; readonly record: IdempotencyRecord }
+  | { readonly kind: 'in_flight'; readonly retryAfterMs: number; readonly record: IdempotencyRecord }
+  | { readonly kind: 'takeover'; readonly record: IdempotencyRecord };
+
+export function isExpired(record: Pick<IdempotencyRecord, 'expiresAt'>, nowMs: number): boolean {
+  return record.expiresAt * 1000 <= nowMs;
+}
+
+/**
+ * Most originals finish well within a second; telling a client to wait out the whole lease (sized for a crash)
+ * would stall every double tap. Suggest a short delay, never longer than the lease has left.
+ */
+const SUGGESTED_RETRY_AFTER_MS = 1000;
+
+export function decide(record: IdempotencyRecord | undefined, fingerprint: string, nowMs: number): Decision {
+  if (record === undefined || isExpired(record, nowMs)) return { kind: 'fresh' };
+  if (record.fingerprint !== fingerprint) return { kind: 'mismatch', record };
+  switch (record.status) {
+    case RecordStatus.Completed:
+      // Completion is written with its response in one update; a completed record without one is corrupt. Re-running
+      // the work could repeat an effect, so refuse loudly instead.
+      if (record.response === undefined) throw new IdempotencyError(`completed record ${record.key} has no response`);
+      return { kind: 'replay', response: record.response, record };
+    case RecordStatus.Released:
+      return { kind: 'takeover', record };
+    case RecordStatus.InProgress: {
+      const remaining = record.leaseExpiresAt - nowMs;
+      if (remaining <= 0) return { kind: 'takeover', record };
+      return { kind: 'in_flight', retryAfterMs: Math.min(remaining, SUGGESTED_RETRY_AFTER_MS), record };
+    }
+  }
+}

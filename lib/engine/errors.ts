@@ -1,0 +1,80 @@
+/**
+ * The engine's error tree. Expected outcomes of a claim (replay, in flight, mismatch) are values, not errors:
+ * these are for input the engine refuses and for states the caller must handle.
+ */
+export class IdempotencyError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'IdempotencyError';
+  }
+}
+
+/** The client's Idempotency-Key is missing or malformed: a 400, never stored. */
+export class InvalidKeyError extends IdempotencyError {
+  constructor(
+    message: string,
+    readonly reason: 'missing' | 'empty' | 'too_long' | 'invalid_characters' | 'malformed_quoted_string',
+  ) {
+    super(message);
+    this.name = 'InvalidKeyError';
+  }
+}
+
+/**
+ * The record this owner claimed is no longer its own (its lease was taken over after it expired, or it was
+ * completed or released). Nothing of this owner's commit was written: fencing worked.
+ */
+export class LeaseLostError extends IdempotencyError {
+  constructor(
+    readonly key: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`the lease on ${key} is no longer held by this owner`, options);
+    this.name = 'LeaseLostError';
+  }
+}
+
+/**
+ * One of the caller's own effect items failed its condition, so the transaction (and the key's completion) was
+ * cancelled. `index` is the position in the caller's effect list.
+ */
+export class EffectConditionFailedError extends IdempotencyError {
+  constructor(
+    readonly index: number,
+    readonly item: Record<string, unknown> | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super(`effect item ${index} failed its condition; nothing was written`, options);
+    this.name = 'EffectConditionFailedError';
+  }
+}
+
+/** A response too large to store in a DynamoDB item: a configuration problem, caught before writing anything. */
+export class ResponseTooLargeError extends IdempotencyError {
+  constructor(
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(`the response to store is ${bytes} bytes, over the ${limit}-byte limit of an idempotency record`);
+    this.name = 'ResponseTooLargeError';
+  }
+}
+
+/** The engine was configured inconsistently (for example a lease shorter than a second). */
+export class ConfigurationError extends IdempotencyError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigurationError';
+  }
+}
+
+/**
+ * DynamoDB kept answering with transaction conflicts on the record: concurrent writers on one key. The operation
+ * changed nothing; the caller may treat it as "in flight" and retry.
+ */
+export class ContendedError extends IdempotencyError {
+  constructor(key: string, options?: { cause?: unknown }) {
+    super(`the record ${key} is contended by concurrent transactions`, options);
+    this.name = 'ContendedError';
+  }
+}

@@ -1,0 +1,504 @@
+import {
+  type AttributeValue,
+  ConditionalCheckFailedException,
+  TransactionCanceledException,
+  TransactionConflictException,
+} from '@aws-sdk/client-dynamodb';
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  TransactWriteCommand,
+  type TransactWriteCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { type Clock, type IdSource, randomIds, systemClock } from './clock';
+import { decide, isExpired } from './decide';
+import {
+  ConfigurationError,
+  ContendedError,
+  EffectConditionFailedError,
+  LeaseLostError,
+  ResponseTooLargeError,
+} from './errors';
+import { RecordAttribute as A } from './layout';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record';
+
+/** One action of a TransactWriteItems, in DocumentClient form: the caller's own puts, updates and checks. */
+export type EffectItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+
+/** The outcomes of a claim. Expected cases are values; only the unexpected throws. */
+export type ClaimOutcome =
+  | { readonly kind: 'acquired'; readonly lease: Lease }
+  | { readonly kind: 'replay'; readonly response: StoredResponse; readonly record: IdempotencyRecord }
+  | { readonly kind: 'in_flight'; readonly retryAfterMs: number; readonly record: IdempotencyRecord }
+  | { readonly kind: 'mismatch'; readonly record: IdempotencyRecord };
+
+/** The outcomes of a one-shot local operation. */
+export type OneShotOutcome =
+  | { readonly kind: 'committed'; readonly response: StoredResponse; readonly downstreamKey: string }
+  | Exclude<ClaimOutcome, { kind: 'acquired' }>;
+
+/** What a one-shot operation's builder sees: the identifiers of the generation it would commit. */
+export interface OneShotContext {
+  readonly downstreamKey: string;
+  readonly attempt: number;
+  readonly now: number;
+}
+
+export interface IdempotencyStoreOptions {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+  /** How long a claim is held before a duplicate may take it over. Must exceed the function's timeout. */
+  readonly leaseSeconds?: number;
+  /** How long a record lives (and replays). Default 24 hours. */
+  readonly ttlSeconds?: number;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+  /** Largest stored response (body plus headers, bytes). DynamoDB items are capped at 400 KB. */
+  readonly maxResponseBytes?: number;
+}
+
+export interface ClaimOptions {
+  /**
+   * Wait up to this long for an in-flight original to finish (polling with backoff) instead of answering
+   * `in_flight` at once. Keep it within the function's remaining time. Default 0: don't wait.
+   */
+  readonly waitMs?: number;
+}
+
+export const DEFAULT_LEASE_SECONDS = 60;
+export const DEFAULT_TTL_SECONDS = 24 * 60 * 60;
+/** 400 KB item limit, less room for the record's own attributes. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 380 * 1024;
+
+/** Rounds of claim/takeover against a record that keeps changing under us before giving up as contended. */
+const MAX_ROUNDS = 5;
+const POLL_START_MS = 50;
+const POLL_MAX_MS = 1000;
+
+/**
+ * The idempotency engine on DynamoDB: claim a key, commit the work with it, or release it.
+ *
+ * Lifecycle of one record, and what fences each step:
+ *
+ * ```
+ *  claim (conditional put)           commit (transaction)              ┌─ replay: one GetItem-free round trip
+ *  absent|expired ──► IN_PROGRESS ──────────────────────────► COMPLETED ┤    (the failed put returns ALL_OLD)
+ *                       │   ▲   leaseToken = mine,                      └─ different body: mismatch
+ *                       │   │   status = IN_PROGRESS
+ *            release    │   │ takeover (conditional update on the old leaseToken):
+ *  leaseToken = mine    ▼   │ lease ran out, or released; same fingerprint, same downstreamKey
+ *                     RELEASED
+ * ```
+ *
+ * Every write that changes ownership names the lease token it expects, so an owner whose lease was taken over can
+ * neither commit (its effects are in the same transaction and are not written) nor release the new owner's claim.
+ *
+ * @example
+ * const store = new IdempotencyStore({ client, tableName: 'idempotency' });
+ * const outcome = await store.claim(scopedKey(scope), fingerprint(request));
+ * if (outcome.kind === 'acquired') {
+ *   const charge = await processor.charge(body, { idempotencyKey: outcome.lease.downstreamKey });
+ *   await store.commit(outcome.lease, response(charge), [{ Put: { TableName: 'payments', Item: row(charge) } }]);
+ * }
+ */
+export class IdempotencyStore {
+  readonly tableName: string;
+  readonly leaseMs: number;
+  readonly ttlSeconds: number;
+  private readonly client: DynamoDBDocumentClient;
+  private readonly clock: Clock;
+  private readonly ids: IdSource;
+  private readonly maxResponseBytes: number;
+
+  constructor(options: IdempotencyStoreOptions) {
+    const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
+    const ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
+    if (!(leaseSeconds > 0)) throw new ConfigurationError(`leaseSeconds must be positive, got ${leaseSeconds}`);
+    if (!(ttlSeconds >= leaseSeconds)) {
+      throw new ConfigurationError(`ttlSeconds (${ttlSeconds}) must be at least leaseSeconds (${leaseSeconds})`);
+    }
+    if (!options.tableName) throw new ConfigurationError('tableName is required');
+    this.client = options.client;
+    this.tableName = options.tableName;
+    this.leaseMs = leaseSeconds * 1000;
+    this.ttlSeconds = ttlSeconds;
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? randomIds;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  }
+
+  /**
+   * Claims `key` for a request with this fingerprint. A fresh key costs one conditional PutItem; a duplicate
+   * learns the existing record from that same failed put, so a replay is one request too.
+   */
+  async claim(key: string, fingerprint: string, options: ClaimOptions = {}): Promise<ClaimOutcome> {
+    const waitMs = options.waitMs ?? 0;
+    let waited = 0;
+    let pollMs = POLL_START_MS;
+    let writes = 1;
+    let seen = await this.putFresh(key, fingerprint);
+    for (;;) {
+      if (seen.kind === 'acquired') return { kind: 'acquired', lease: seen.lease };
+      const now = this.clock.now();
+      const decision = decide(seen.record, fingerprint, now);
+      if (decision.kind === 'fresh' || decision.kind === 'takeover') {
+        // The record changed between our write and our reading of it; a few rounds settle any real race.
+        if (++writes > MAX_ROUNDS) throw new ContendedError(key);
+        seen =
+          decision.kind === 'fresh' ? await this.putFresh(key, fingerprint) : await this.takeOver(decision.record, now);
+        continue;
+      }
+      if (decision.kind !== 'in_flight' || waited + pollMs > waitMs) return decision;
+      // Bounded by time actually slept, not by the (injectable) clock, so a frozen test clock can't hang here.
+      await sleep(pollMs);
+      waited += pollMs;
+      pollMs = Math.min(pollMs * 2, POLL_MAX_MS);
+      seen = { kind: 'record', record: await this.get(key) };
+    }
+  }
+
+  /**
+   * Commits the work: the caller's effect items and this record's completion in one TransactWriteItems.
+   * The completion is conditioned on the lease token still being ours and the record still in progress, so a
+   * stale owner (taken over after its lease ran out) writes nothing at all, effects included.
+   *
+   * @throws {LeaseLostError} this owner no longer holds the record; nothing was written.
+   * @throws {EffectConditionFailedError} one of the caller's items failed its condition; nothing was written.
+   * @throws {ResponseTooLargeError} the response can't be stored; nothing was written.
+   */
+  async commit(lease: Lease, response: StoredResponse, effects: readonly EffectItem[] = []): Promise<void> {
+    this.assertStorable(response);
+    const completion: EffectItem = {
+      Update: {
+        TableName: this.tableName,
+        Key: { [A.key]: lease.key },
+        UpdateExpression: 'SET #status = :completed, #response = :response, #completedAt = :now',
+        // Fencing: only the current owner, only once.
+        ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
+        ExpressionAttributeNames: {
+          '#status': A.status,
+          '#response': A.response,
+          '#completedAt': A.completedAt,
+          '#leaseToken': A.leaseToken,
+        },
+        ExpressionAttributeValues: {
+          ':completed': RecordStatus.Completed,
+          ':inProgress': RecordStatus.InProgress,
+          ':response': response,
+          ':now': this.clock.now(),
+          ':token': lease.leaseToken,
+        },
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    };
+    // The lease token doubles as the transaction's ClientRequestToken: if the SDK retries a commit whose reply was
+    // lost, DynamoDB answers success instead of failing the (already satisfied) condition.
+    await this.transact(lease.key, [...effects, completion], lease.leaseToken);
+  }
+
+  /**
+   * Gives the key back after a transient failure, conditioned on still owning it. The lease ends now, but the
+   * fingerprint and downstream key stay, so the retry reaches outside systems under the same key and a different
+   * body under this key is still a mismatch. Returns false (and changes nothing) when this owner no longer holds it.
+   */
+  async release(lease: Lease): Promise<boolean> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [A.key]: lease.key },
+          UpdateExpression: 'SET #status = :released, #leaseExpiresAt = :now',
+          ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
+          ExpressionAttributeNames: {
+            '#status': A.status,
+            '#leaseExpiresAt': A.leaseExpiresAt,
+            '#leaseToken': A.leaseToken,
+          },
+          ExpressionAttributeValues: {
+            ':released': RecordStatus.Released,
+            ':inProgress': RecordStatus.InProgress,
+            ':now': this.clock.now(),
+            ':token': lease.leaseToken,
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * For work that is entirely local (rows in DynamoDB, no outside call): claim, effect and completion in one
+   * TransactWriteItems. A first request costs one round trip; a duplicate learns the stored record from the
+   * cancellation reasons of that same request. `build` must be free of side effects: it may run more than once
+   * and its result is discarded when the key turns out to be taken.
+   */
+  async claimAndCommit(
+    key: string,
+    fingerprint: string,
+    build: (context: OneShotContext) => Promise<{ response: StoredResponse; effects: readonly EffectItem[] }>,
+  ): Promise<OneShotOutcome> {
+    let existing: IdempotencyRecord | undefined;
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      const now = this.clock.now();
+      const decision = existing === undefined ? ({ kind: 'fresh' } as const) : decide(existing, fingerprint, now);
+      if (decision.kind !== 'fresh' && decision.kind !== 'takeover') return decision;
+      const previous = decision.kind === 'takeover' ? decision.record : undefined;
+      const downstreamKey = previous?.downstreamKey ?? this.ids.downstreamKey();
+      const attempt = (previous?.attempt ?? 0) + 1;
+      const { response, effects } = await build({ downstreamKey, attempt, now });
+      this.assertStorable(response);
+      const leaseToken = this.ids.leaseToken();
+      const record: IdempotencyRecord = {
+        key,
+        status: RecordStatus.Completed,
+        fingerprint,
+        leaseToken,
+        leaseExpiresAt: now,
+        expiresAt: previous?.expiresAt ?? this.expiryFrom(now),
+        downstreamKey,
+        attempt,
+        createdAt: previous?.createdAt ?? now,
+        response,
+      };
+      const put: EffectItem = {
+        Put: {
+          TableName: this.tableName,
+          Item: toItem(record),
+          ...(previous
+            ? this.ownedByCondition(previous)
+            : {
+                ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :nowSeconds',
+                ExpressionAttributeNames: { '#key': A.key, '#expiresAt': A.expiresAt },
+                ExpressionAttributeValues: { ':nowSeconds': Math.floor(now / 1000) },
+              }),
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        },
+      };
+      try {
+        await this.transact(key, [...effects, put], leaseToken);
+        return { kind: 'committed', response, downstreamKey };
+      } catch (error) {
+        if (!(error instanceof LeaseLostError)) throw error;
+        existing = error.cause as IdempotencyRecord | undefined;
+        if (existing === undefined) existing = await this.get(key);
+      }
+    }
+    throw new ContendedError(key);
+  }
+
+  /** The live record under `key` (strongly consistent), or undefined when absent or past its expiry. */
+  async get(key: string): Promise<IdempotencyRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: { [A.key]: key }, ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    const record = fromItem(Item);
+    return isExpired(record, this.clock.now()) ? undefined : record;
+  }
+
+  private expiryFrom(nowMs: number): number {
+    return Math.ceil(nowMs / 1000) + this.ttlSeconds;
+  }
+
+  /** Claim a key nobody holds: succeeds only if the record is absent or expired. */
+  private async putFresh(key: string, fingerprint: string): Promise<Seen> {
+    const now = this.clock.now();
+    const record: IdempotencyRecord = {
+      key,
+      status: RecordStatus.InProgress,
+      fingerprint,
+      leaseToken: this.ids.leaseToken(),
+      leaseExpiresAt: now + this.leaseMs,
+      expiresAt: this.expiryFrom(now),
+      downstreamKey: this.ids.downstreamKey(),
+      attempt: 1,
+      createdAt: now,
+    };
+    try {
+      await this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: toItem(record),
+          // An expired record is as good as absent: TTL deletion lags by up to days.
+          ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :nowSeconds',
+          ExpressionAttributeNames: { '#key': A.key, '#expiresAt': A.expiresAt },
+          ExpressionAttributeValues: { ':nowSeconds': Math.floor(now / 1000) },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { kind: 'acquired', lease: leaseOf(record, false) };
+    } catch (error) {
+      return this.seenAfterFailedWrite(key, error);
+    }
+  }
+
+  /**
+   * Take over a record whose owner is gone (lease ran out) or that was released. The update names the lease token
+   * we saw, so of two concurrent takeovers exactly one wins; the fingerprint and downstream key are kept, so an
+   * effect the dead owner may have made elsewhere is found again under the same key, not repeated.
+   */
+  private async takeOver(previous: IdempotencyRecord, now: number): Promise<Seen> {
+    const leaseToken = this.ids.leaseToken();
+    const leaseExpiresAt = now + this.leaseMs;
+    // Keep the record alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
+    const expiresAt = Math.max(previous.expiresAt, Math.ceil(leaseExpiresAt / 1000));
+    const condition = this.ownedByCondition(previous);
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [A.key]: previous.key },
+          UpdateExpression:
+            'SET #status = :inProgress, #leaseToken = :newToken, #leaseExpiresAt = :leaseExpiresAt, ' +
+            '#expiresAt = :expiresAt, #attempt = #attempt + :one',
+          ConditionExpression: condition.ConditionExpression,
+          ExpressionAttributeNames: {
+            ...condition.ExpressionAttributeNames,
+            '#leaseExpiresAt': A.leaseExpiresAt,
+            '#expiresAt': A.expiresAt,
+            '#attempt': A.attempt,
+          },
+          ExpressionAttributeValues: {
+            ...condition.ExpressionAttributeValues,
+            ':inProgress': RecordStatus.InProgress,
+            ':newToken': leaseToken,
+            ':leaseExpiresAt': leaseExpiresAt,
+            ':expiresAt': expiresAt,
+            ':one': 1,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      const record: IdempotencyRecord = {
+        ...previous,
+        status: RecordStatus.InProgress,
+        leaseToken,
+        leaseExpiresAt,
+        expiresAt,
+        attempt: previous.attempt + 1,
+      };
+      return { kind: 'acquired', lease: leaseOf(record, true) };
+    } catch (error) {
+      return this.seenAfterFailedWrite(previous.key, error);
+    }
+  }
+
+  /** The record is still exactly as we saw it: same lease token, same status. */
+  private ownedByCondition(seen: IdempotencyRecord) {
+    return {
+      ConditionExpression: '#leaseToken = :seenToken AND #status = :seenStatus',
+      ExpressionAttributeNames: { '#leaseToken': A.leaseToken, '#status': A.status },
+      ExpressionAttributeValues: { ':seenToken': seen.leaseToken, ':seenStatus': seen.status },
+    };
+  }
+
+  private async seenAfterFailedWrite(key: string, error: unknown): Promise<Seen> {
+    if (error instanceof ConditionalCheckFailedException) {
+      const raw = error.Item as Record<string, AttributeValue> | undefined;
+      // The item can be absent from the error if it vanished (TTL deletion) between the check and the reply.
+      return { kind: 'record', record: raw ? fromItem(unmarshall(raw)) : undefined };
+    }
+    if (error instanceof TransactionConflictException) {
+      // A transaction on this item is under way: look again shortly.
+      await sleep(POLL_START_MS);
+      return { kind: 'record', record: await this.get(key) };
+    }
+    throw error;
+  }
+
+  private async transact(key: string, items: EffectItem[], clientRequestToken: string): Promise<void> {
+    const recordIndex = items.length - 1;
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      try {
+        await this.client.send(
+          new TransactWriteCommand({ TransactItems: items, ClientRequestToken: clientRequestToken }),
+        );
+        return;
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledException)) throw error;
+        const reasons = error.CancellationReasons ?? [];
+        const recordReason = reasons[recordIndex];
+        if (recordReason?.Code === 'ConditionalCheckFailed') {
+          const raw = recordReason.Item as Record<string, AttributeValue> | undefined;
+          throw new LeaseLostError(key, { cause: raw ? fromItem(unmarshall(raw)) : undefined });
+        }
+        const effectIndex = reasons.findIndex((reason) => reason.Code === 'ConditionalCheckFailed');
+        if (effectIndex >= 0) {
+          const raw = reasons[effectIndex]?.Item as Record<string, AttributeValue> | undefined;
+          throw new EffectConditionFailedError(effectIndex, raw ? unmarshall(raw) : undefined, { cause: error });
+        }
+        // TransactionConflict (another transaction touched one of these items): nothing was written; try again.
+        if (reasons.some((reason) => reason.Code === 'TransactionConflict')) {
+          await sleep(POLL_START_MS * (round + 1));
+          continue;
+        }
+        throw error;
+      }
+    }
+    throw new ContendedError(key);
+  }
+
+  private assertStorable(response: StoredResponse): void {
+    const bytes =
+      Buffer.byteLength(response.body) +
+      Object.entries(response.headers).reduce((sum, [name, value]) => sum + name.length + value.length, 0);
+    if (bytes > this.maxResponseBytes) throw new ResponseTooLargeError(bytes, this.maxResponseBytes);
+  }
+}
+
+/** What a write told us: we own it now, or here is the record that stopped us. */
+type Seen =
+  | { readonly kind: 'acquired'; readonly lease: Lease }
+  | { readonly kind: 'record'; readonly record: IdempotencyRecord | undefined };
+
+function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
+  return {
+    key: record.key,
+    leaseToken: record.leaseToken,
+    leaseExpiresAt: record.leaseExpiresAt,
+    downstreamKey: record.downstreamKey,
+    fingerprint: record.fingerprint,
+    attempt: record.attempt,
+    takeover,
+  };
+}
+
+function toItem(record: IdempotencyRecord): Record<string, unknown> {
+  return {
+    [A.key]: record.key,
+    [A.status]: record.status,
+    [A.fingerprint]: record.fingerprint,
+    [A.leaseToken]: record.leaseToken,
+    [A.leaseExpiresAt]: record.leaseExpiresAt,
+    [A.expiresAt]: record.expiresAt,
+    [A.downstreamKey]: record.downstreamKey,
+    [A.attempt]: record.attempt,
+    [A.createdAt]: record.createdAt,
+    ...(record.response ? { [A.response]: record.response } : {}),
+  };
+}
+
+function fromItem(item: Record<string, unknown>): IdempotencyRecord {
+  return {
+    key: item[A.key] as string,
+    status: item[A.status] as IdempotencyRecord['status'],
+    fingerprint: item[A.fingerprint] as string,
+    leaseToken: item[A.leaseToken] as string,
+    leaseExpiresAt: Number(item[A.leaseExpiresAt]),
+    expiresAt: Number(item[A.expiresAt]),
+    downstreamKey: item[A.downstreamKey] as string,
+    attempt: Number(item[A.attempt] ?? 1),
+    createdAt: Number(item[A.createdAt]),
+    ...(item[A.response] ? { response: item[A.response] as StoredResponse } : {}),
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

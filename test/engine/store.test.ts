@@ -1,0 +1,348 @@
+import { randomUUID } from 'node:crypto';
+import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { EffectConditionFailedError, LeaseLostError, ResponseTooLargeError } from '../../lib/engine/errors';
+import { scopedKey } from '../../lib/engine/key';
+import { RecordStatus, type StoredResponse } from '../../lib/engine/record';
+import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
+import { idempotencyTable, paymentsTable } from '../../lib/tables/definitions';
+import { createTestTable, localClient, localDocumentClient } from '../support/dynamodb';
+import { FakeClock } from '../support/fake-clock';
+import { countRequests } from '../support/request-counter';
+
+const client = localClient();
+const doc = localDocumentClient(client);
+const requests = countRequests(client);
+let table: string;
+let effects: string;
+
+beforeAll(async () => {
+  [table, effects] = await Promise.all([
+    createTestTable(client, idempotencyTable),
+    createTestTable(client, paymentsTable),
+  ]);
+});
+afterAll(() => client.destroy());
+
+const created: StoredResponse = {
+  statusCode: 201,
+  body: '{"id":"pay_1"}',
+  headers: { 'Content-Type': 'application/json' },
+};
+const newKey = (account = 'acct_1') =>
+  scopedKey({ accountId: account, operation: 'POST /payments', key: randomUUID() });
+const store = (clock = new FakeClock(), options: { leaseSeconds?: number; ttlSeconds?: number } = {}) =>
+  new IdempotencyStore({ client: doc, tableName: table, clock, leaseSeconds: 30, ...options });
+
+/** One payment row per operation: the witness for "the effect happened once". */
+const paymentRow = (pk: string, id: string): EffectItem => ({
+  Put: {
+    TableName: effects,
+    Item: { pk, sk: `PAYMENT#${id}` },
+    ConditionExpression: 'attribute_not_exists(pk)',
+  },
+});
+async function paymentRows(pk: string): Promise<number> {
+  const { Items } = await doc.send(
+    new ScanCommand({ TableName: effects, FilterExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk } }),
+  );
+  return Items?.length ?? 0;
+}
+
+describe('claim', () => {
+  it('lets exactly one of 50 concurrent claims win, and exactly one effect commit', async () => {
+    const key = newKey();
+    const s = store();
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const outcome = await s.claim(key, 'fp');
+        if (outcome.kind === 'acquired') await s.commit(outcome.lease, created, [paymentRow(key, `p${i}`)]);
+        return outcome.kind;
+      }),
+    );
+    expect(outcomes.filter((kind) => kind === 'acquired')).toHaveLength(1);
+    expect(outcomes.filter((kind) => kind !== 'acquired' && kind !== 'in_flight' && kind !== 'replay')).toEqual([]);
+    expect(await paymentRows(key)).toBe(1);
+  });
+
+  it('replays a completed record in one round trip', async () => {
+    const key = newKey();
+    const s = store();
+    const first = await s.claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    await s.commit(first.lease, created);
+    requests.reset();
+    const replay = await s.claim(key, 'fp');
+    expect(replay).toMatchObject({ kind: 'replay', response: created });
+    expect(requests.sent).toEqual(['PutItemCommand']);
+  });
+
+  it('costs one request for a first claim and one for an in-flight duplicate', async () => {
+    const key = newKey();
+    const s = store();
+    requests.reset();
+    expect((await s.claim(key, 'fp')).kind).toBe('acquired');
+    expect((await s.claim(key, 'fp')).kind).toBe('in_flight');
+    expect(requests.sent).toEqual(['PutItemCommand', 'PutItemCommand']);
+  });
+
+  it('reports a mismatch for the same key with another fingerprint, in flight or completed', async () => {
+    const key = newKey();
+    const s = store();
+    const first = await s.claim(key, 'fp');
+    expect((await s.claim(key, 'other')).kind).toBe('mismatch');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    await s.commit(first.lease, created);
+    expect((await s.claim(key, 'other')).kind).toBe('mismatch');
+  });
+
+  it('keeps two accounts using the same client key apart', async () => {
+    const clientKey = randomUUID();
+    const s = store();
+    const a = scopedKey({ accountId: 'acct_a', operation: 'POST /payments', key: clientKey });
+    const b = scopedKey({ accountId: 'acct_b', operation: 'POST /payments', key: clientKey });
+    const claimA = await s.claim(a, 'fp');
+    if (claimA.kind !== 'acquired') throw new Error('expected to acquire');
+    await s.commit(claimA.lease, created);
+    const claimB = await s.claim(b, 'other-body');
+    expect(claimB.kind).toBe('acquired');
+    if (claimB.kind === 'acquired') expect(claimB.lease.downstreamKey).not.toBe(claimA.lease.downstreamKey);
+  });
+
+  it('treats a record past its expiry as new, with a new downstream key, even before TTL deletes it', async () => {
+    const clock = new FakeClock();
+    const s = store(clock, { ttlSeconds: 60 });
+    const key = newKey();
+    const first = await s.claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    await s.commit(first.lease, created);
+    clock.advance(61_000);
+    const again = await s.claim(key, 'a different body is fine after expiry');
+    expect(again.kind).toBe('acquired');
+    if (again.kind === 'acquired') {
+      expect(again.lease.downstreamKey).not.toBe(first.lease.downstreamKey);
+      expect(again.lease.takeover).toBe(false);
+    }
+  });
+
+  it('waits for an in-flight original when asked, and replays its result', async () => {
+    const key = newKey();
+    const s = store(new FakeClock());
+    const first = await s.claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    setTimeout(() => void s.commit(first.lease, created), 150);
+    const waited = await s.claim(key, 'fp', { waitMs: 3000 });
+    expect(waited).toMatchObject({ kind: 'replay', response: created });
+  });
+
+  it('stops waiting at its bound and reports in flight', async () => {
+    const key = newKey();
+    const s = store();
+    await s.claim(key, 'fp');
+    const started = Date.now();
+    expect((await s.claim(key, 'fp', { waitMs: 300 })).kind).toBe('in_flight');
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+});
+
+describe('takeover', () => {
+  it('gives an expired lease to exactly one of two concurrent takers, keeping the downstream key', async () => {
+    const clock = new FakeClock();
+    const s = store(clock);
+    const key = newKey();
+    const dead = await s.claim(key, 'fp');
+    if (dead.kind !== 'acquired') throw new Error('expected to acquire');
+    clock.advance(30_001);
+    const [one, two] = await Promise.all([s.claim(key, 'fp'), s.claim(key, 'fp')]);
+    const winners = [one, two].filter((outcome) => outcome.kind === 'acquired');
+    expect(winners).toHaveLength(1);
+    expect([one, two].map((o) => o.kind).sort()).toEqual(['acquired', 'in_flight']);
+    const winner = winners[0];
+    if (winner?.kind !== 'acquired') throw new Error('expected a winner');
+    expect(winner.lease.takeover).toBe(true);
+    expect(winner.lease.downstreamKey).toBe(dead.lease.downstreamKey);
+    expect(winner.lease.leaseToken).not.toBe(dead.lease.leaseToken);
+    expect(winner.lease.attempt).toBe(2);
+  });
+
+  it('rejects the stale owner’s commit after a takeover and writes none of its effects', async () => {
+    const clock = new FakeClock();
+    const s = store(clock);
+    const key = newKey();
+    const stale = await s.claim(key, 'fp');
+    if (stale.kind !== 'acquired') throw new Error('expected to acquire');
+    clock.advance(30_001);
+    const current = await s.claim(key, 'fp');
+    if (current.kind !== 'acquired') throw new Error('expected a takeover');
+
+    await expect(s.commit(stale.lease, created, [paymentRow(key, 'stale')])).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await paymentRows(key)).toBe(0);
+
+    await s.commit(current.lease, created, [paymentRow(key, 'current')]);
+    expect(await paymentRows(key)).toBe(1);
+    await expect(s.commit(stale.lease, created, [paymentRow(key, 'late')])).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await paymentRows(key)).toBe(1);
+  });
+
+  it('lets a slow owner whose lease ran out still commit when nobody took over', async () => {
+    const clock = new FakeClock();
+    const s = store(clock);
+    const key = newKey();
+    const slow = await s.claim(key, 'fp');
+    if (slow.kind !== 'acquired') throw new Error('expected to acquire');
+    clock.advance(45_000);
+    await s.commit(slow.lease, created, [paymentRow(key, 'slow')]);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay' });
+  });
+});
+
+describe('release', () => {
+  it('frees the key for a retry that keeps the fingerprint check and the downstream key', async () => {
+    const s = store();
+    const key = newKey();
+    const first = await s.claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    expect(await s.release(first.lease)).toBe(true);
+    expect((await s.claim(key, 'other')).kind).toBe('mismatch');
+    const retry = await s.claim(key, 'fp');
+    expect(retry.kind).toBe('acquired');
+    if (retry.kind === 'acquired') {
+      expect(retry.lease.downstreamKey).toBe(first.lease.downstreamKey);
+      expect(retry.lease.takeover).toBe(true);
+    }
+  });
+
+  it('never touches a claim it does not own', async () => {
+    const clock = new FakeClock();
+    const s = store(clock);
+    const key = newKey();
+    const stale = await s.claim(key, 'fp');
+    if (stale.kind !== 'acquired') throw new Error('expected to acquire');
+    clock.advance(30_001);
+    const current = await s.claim(key, 'fp');
+    if (current.kind !== 'acquired') throw new Error('expected a takeover');
+    expect(await s.release(stale.lease)).toBe(false);
+    expect((await s.claim(key, 'fp')).kind).toBe('in_flight');
+    const { Item } = await doc.send(new GetCommand({ TableName: table, Key: { pk: key } }));
+    expect(Item).toMatchObject({ status: RecordStatus.InProgress, leaseToken: current.lease.leaseToken });
+  });
+
+  it('makes the Powertools duplicate-deletes-the-original race impossible', async () => {
+    // Powertools 2.35: a duplicate that is turned away deletes the in-progress record it never owned, and a third
+    // request then runs the handler again. Here a duplicate holds no lease, so it has nothing to release, and the
+    // original keeps its claim through any number of duplicates.
+    const s = store();
+    const key = newKey();
+    const original = await s.claim(key, 'fp');
+    if (original.kind !== 'acquired') throw new Error('expected to acquire');
+    const duplicates = await Promise.all(Array.from({ length: 5 }, () => s.claim(key, 'fp')));
+    expect(duplicates.map((d) => d.kind)).toEqual(Array(5).fill('in_flight'));
+    const third = await s.claim(key, 'fp');
+    expect(third.kind).toBe('in_flight');
+    await s.commit(original.lease, created, [paymentRow(key, 'once')]);
+    expect(await paymentRows(key)).toBe(1);
+  });
+
+  it('cannot release a completed record', async () => {
+    const s = store();
+    const key = newKey();
+    const first = await s.claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    await s.commit(first.lease, created);
+    expect(await s.release(first.lease)).toBe(false);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay' });
+  });
+});
+
+describe('commit', () => {
+  it('writes neither the effect nor the completion when an effect condition fails', async () => {
+    const s = store();
+    const key = newKey();
+    const first = await s.claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    const blocked: EffectItem = {
+      ConditionCheck: {
+        TableName: effects,
+        Key: { pk: `missing-${randomUUID()}`, sk: 'x' },
+        ConditionExpression: 'attribute_exists(pk)',
+      },
+    };
+    const error = await s.commit(first.lease, created, [paymentRow(key, 'p'), blocked]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EffectConditionFailedError);
+    expect((error as EffectConditionFailedError).index).toBe(1);
+    expect(await paymentRows(key)).toBe(0);
+    expect((await s.claim(key, 'fp')).kind).toBe('in_flight');
+  });
+
+  it('refuses a response too large for an item, writing nothing', async () => {
+    const s = store();
+    const key = newKey();
+    const first = await s.claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    const huge = { ...created, body: 'x'.repeat(400 * 1024) };
+    await expect(s.commit(first.lease, huge, [paymentRow(key, 'p')])).rejects.toBeInstanceOf(ResponseTooLargeError);
+    expect(await paymentRows(key)).toBe(0);
+  });
+
+  it('is one TransactWriteItems round trip', async () => {
+    const s = store();
+    const key = newKey();
+    const first = await s.claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    requests.reset();
+    await s.commit(first.lease, created, [paymentRow(key, 'p')]);
+    expect(requests.sent).toEqual(['TransactWriteItemsCommand']);
+  });
+});
+
+describe('claimAndCommit (one-shot local effects)', () => {
+  const build = (key: string, id: string) => async () => ({ response: created, effects: [paymentRow(key, id)] });
+
+  it('commits claim, effect and completion in one round trip', async () => {
+    const s = store();
+    const key = newKey();
+    requests.reset();
+    expect((await s.claimAndCommit(key, 'fp', build(key, 'p1'))).kind).toBe('committed');
+    expect(requests.sent).toEqual(['TransactWriteItemsCommand']);
+    expect(await paymentRows(key)).toBe(1);
+  });
+
+  it('answers a duplicate from the cancellation reasons in that same round trip', async () => {
+    const s = store();
+    const key = newKey();
+    await s.claimAndCommit(key, 'fp', build(key, 'p1'));
+    requests.reset();
+    expect(await s.claimAndCommit(key, 'fp', build(key, 'p2'))).toMatchObject({ kind: 'replay', response: created });
+    expect(requests.sent).toEqual(['TransactWriteItemsCommand']);
+    expect((await s.claimAndCommit(key, 'other', build(key, 'p3'))).kind).toBe('mismatch');
+    expect(await paymentRows(key)).toBe(1);
+  });
+
+  it('makes exactly one effect out of 50 concurrent attempts', async () => {
+    const s = store();
+    const key = newKey();
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => s.claimAndCommit(key, 'fp', build(key, `p${i}`))),
+    );
+    expect(outcomes.filter((o) => o.kind === 'committed')).toHaveLength(1);
+    expect(outcomes.every((o) => o.kind === 'committed' || o.kind === 'replay')).toBe(true);
+    expect(await paymentRows(key)).toBe(1);
+  });
+
+  it('completes a released record, reusing its downstream key', async () => {
+    const s = store();
+    const key = newKey();
+    const claimed = await s.claim(key, 'fp');
+    if (claimed.kind !== 'acquired') throw new Error('expected to acquire');
+    await s.release(claimed.lease);
+    const outcome = await s.claimAndCommit(key, 'fp', build(key, 'p1'));
+    expect(outcome).toMatchObject({ kind: 'committed', downstreamKey: claimed.lease.downstreamKey });
+  });
+
+  it('reports in flight while a two-phase owner holds the key, writing nothing', async () => {
+    const s = store();
+    const key = newKey();
+    await s.claim(key, 'fp');
+    expect((await s.claimAndCommit(key, 'fp', build(key, 'p1'))).kind).toBe('in_flight');
+    expect(await paymentRows(key)).toBe(0);
+  });
+});
