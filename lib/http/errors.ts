@@ -1,0 +1,47 @@
+import { type ProblemDetails, problemType } from './problem';
+
+/**
+ * An error that already knows its HTTP answer. Like middy's HttpError, `expose` is true below 500: only then are
+ * its title and detail shown to the client. A 5xx is answered with a generic body whatever it carries.
+ */
+export class HttpProblem extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly title: string;
+  readonly detail: string | undefined;
+  readonly headers: Record<string, string>;
+  readonly extensions: Record<string, unknown>;
+  readonly expose: boolean;
+
+  constructor(
+    status: number,
+    slug: string,
+    title: string,
+    options: {
+      detail?: string;
+      headers?: Record<string, string>;
+      extensions?: Record<string, unknown>;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(options.detail ?? title, { cause: options.cause });
+    this.name = 'HttpProblem';
+    this.status = status;
+    this.type = problemType(slug);
+    this.title = title;
+    this.detail = options.detail;
+    this.headers = options.headers ?? {};
+    this.extensions = options.extensions ?? {};
+    this.expose = status < 500;
+  }
+
+  toProblem(): ProblemDetails {
+    return {
+      ...this.extensions,
+      type: this.type,
+      title: this.title,
+      status: this.status,
+      ...(this.detail ? { detail: this.detail } : {}),
+    };
+  }
+}

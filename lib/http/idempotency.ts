@@ -1,0 +1,234 @@
+import type middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { InvalidKeyError, LeaseLostError } from '../engine/errors';
+import { fingerprint } from '../engine/fingerprint';
+import { parseIdempotencyKey, scopedKey } from '../engine/key';
+import type { Lease, StoredResponse } from '../engine/record';
+import type { EffectItem, IdempotencyStore } from '../engine/store';
+import { header, rawBody } from './headers';
+import { ProblemType, problemResponse } from './problem';
+
+/** What a handler sees of the claim it runs under. */
+export interface IdempotencyHandle {
+  /** Forward this to outside systems (the payment processor) as their idempotency key: same for every retry. */
+  readonly downstreamKey: string;
+  /** 1 for the first owner of this operation; more after a takeover or a released attempt. */
+  readonly attempt: number;
+  /**
+   * Adds a DynamoDB write to the commit: it lands in the same transaction as the key's completion, or not at all.
+   * Staged items are written only when the response is stored (2xx and deterministic 4xx).
+   */
+  stage(item: EffectItem): void;
+}
+
+export type WithIdempotency = { idempotency: IdempotencyHandle };
+
+export interface HttpIdempotencyOptions {
+  readonly store: IdempotencyStore;
+  /** The tenant, from the authorizer. Default: `requestContext.authorizer.accountId` (REST) or `.lambda.accountId`. */
+  readonly accountId?: (event: APIGatewayProxyEvent) => string | undefined;
+  /** The operation the key belongs to. Default: `POST /payments` from the method and resource template. */
+  readonly operation?: (event: APIGatewayProxyEvent) => string;
+  readonly headerName?: string;
+  /** Which handler responses are outcomes worth replaying. Default: 2xx, and 4xx except 408, 425 and 429. */
+  readonly isStorable?: (statusCode: number) => boolean;
+  /** Response headers kept with a stored response, besides Content-Type and Location. */
+  readonly storedHeaders?: readonly string[];
+  /**
+   * Wait up to this long for an in-flight original instead of answering 409 at once, within the function's remaining
+   * time (less a second of margin). Default 0.
+   */
+  readonly waitMs?: number;
+  readonly logger?: {
+    warn(message: string, ...rest: unknown[]): void;
+    error(message: string, ...rest: unknown[]): void;
+  };
+}
+
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+const ALWAYS_STORED_HEADERS = ['content-type', 'location'];
+const TRANSIENT_4XX = new Set([408, 425, 429]);
+
+export function defaultIsStorable(statusCode: number): boolean {
+  return (
+    (statusCode >= 200 && statusCode < 300) || (statusCode >= 400 && statusCode < 500 && !TRANSIENT_4XX.has(statusCode))
+  );
+}
+
+/**
+ * Idempotency for an API Gateway handler, as a middy middleware.
+ *
+ * - before: validates the key (400), scopes it to the caller's account and operation, fingerprints the body, and
+ *   claims it. A replay, an in-flight duplicate (409 + Retry-After) and a reused key (422) answer here, before the
+ *   handler runs; a replay is the stored response byte for byte plus `Idempotent-Replayed: true`.
+ * - after: a storable response commits with the handler's staged effect items in one transaction; any other
+ *   response (5xx, 429, ...) releases the key for a retry.
+ * - onError: a thrown error releases the key; the error continues to the problem handler.
+ *
+ * Register it LAST (after body validation and the problem handler) so that rejected requests never touch the store.
+ *
+ * @example
+ * export const handler = middy(createPayment)
+ *   .use(problemErrorHandler())
+ *   .use(validateJsonBody(PaymentRequest))
+ *   .use(httpIdempotency({ store }));
+ */
+export function httpIdempotency(
+  options: HttpIdempotencyOptions,
+): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency> {
+  const { store } = options;
+  const headerName = options.headerName ?? 'Idempotency-Key';
+  const accountIdOf = options.accountId ?? defaultAccountId;
+  const operationOf = options.operation ?? defaultOperation;
+  const isStorable = options.isStorable ?? defaultIsStorable;
+  const storedHeaders = new Set([
+    ...ALWAYS_STORED_HEADERS,
+    ...(options.storedHeaders ?? []).map((h) => h.toLowerCase()),
+  ]);
+  const logger = options.logger ?? console;
+  // One lease per invocation, keyed by the request object: middy reuses nothing across invocations.
+  const leases = new WeakMap<object, { lease: Lease; staged: EffectItem[] }>();
+
+  return {
+    before: async function httpIdempotencyBefore(request) {
+      const { event } = request;
+      const accountId = accountIdOf(event);
+      if (!accountId) {
+        // Without a tenant the key can't be scoped; storing it unscoped would let tenants see each other's responses.
+        return problemResponse({
+          type: ProblemType.unauthenticated,
+          title: 'Unauthenticated',
+          status: 401,
+          detail: 'The request carries no authenticated account.',
+        });
+      }
+      let key: string;
+      try {
+        key = parseIdempotencyKey(header(event.headers, headerName));
+      } catch (error) {
+        if (!(error instanceof InvalidKeyError)) throw error;
+        const missing = error.reason === 'missing';
+        return problemResponse({
+          type: missing ? ProblemType.idempotencyKeyMissing : ProblemType.idempotencyKeyInvalid,
+          title: missing ? 'Idempotency-Key required' : 'Invalid Idempotency-Key',
+          status: 400,
+          detail: error.message,
+        });
+      }
+      const operation = operationOf(event);
+      const stored = scopedKey({ accountId, operation, key });
+      const print = fingerprint({
+        operation,
+        body: rawBody(event),
+        contentType: header(event.headers, 'content-type'),
+      });
+      const remaining = request.context.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+      const waitMs = Math.max(0, Math.min(options.waitMs ?? 0, remaining - 1000));
+      const outcome = await store.claim(stored, print, { waitMs });
+      switch (outcome.kind) {
+        case 'replay':
+          return replayOf(outcome.response);
+        case 'in_flight':
+          return inFlight(outcome.retryAfterMs, 'A request with this Idempotency-Key is still being processed.');
+        case 'mismatch':
+          return problemResponse({
+            type: ProblemType.idempotencyKeyReused,
+            title: 'Idempotency-Key reused',
+            status: 422,
+            detail: 'This Idempotency-Key was already used for a request with a different body.',
+          });
+        case 'acquired': {
+          const staged: EffectItem[] = [];
+          leases.set(request, { lease: outcome.lease, staged });
+          request.context.idempotency = {
+            downstreamKey: outcome.lease.downstreamKey,
+            attempt: outcome.lease.attempt,
+            stage: (item) => staged.push(item),
+          };
+          return undefined;
+        }
+      }
+    },
+
+    after: async function httpIdempotencyAfter(request) {
+      const held = leases.get(request);
+      if (!held) return;
+      leases.delete(request);
+      const response = request.response;
+      if (!response || typeof response.statusCode !== 'number' || !isStorable(response.statusCode)) {
+        await releaseQuietly(held.lease);
+        return;
+      }
+      try {
+        await store.commit(held.lease, toStored(response, storedHeaders), held.staged);
+      } catch (error) {
+        if (!(error instanceof LeaseLostError)) {
+          leases.set(request, held); // let onError release it
+          throw error;
+        }
+        // Our lease was taken over while we worked (we outlived it): nothing of ours was written, and the new owner
+        // will finish the operation under the same downstream key. Send the client back for that result.
+        logger.warn('lease lost before commit; response discarded', { key: held.lease.key });
+        request.response = inFlight(1000, 'This request was superseded by a retry of the same operation.');
+      }
+    },
+
+    onError: async function httpIdempotencyOnError(request) {
+      const held = leases.get(request);
+      if (!held) return;
+      leases.delete(request);
+      await releaseQuietly(held.lease);
+    },
+  };
+
+  async function releaseQuietly(lease: Lease): Promise<void> {
+    try {
+      await store.release(lease);
+    } catch (error) {
+      // The lease will run out on its own; the next retry takes the record over then.
+      logger.error('could not release idempotency key', { key: lease.key, error: String(error) });
+    }
+  }
+}
+
+function defaultAccountId(event: APIGatewayProxyEvent): string | undefined {
+  const authorizer = event.requestContext?.authorizer as
+    | { accountId?: unknown; lambda?: { accountId?: unknown } }
+    | null
+    | undefined;
+  const value = authorizer?.accountId ?? authorizer?.lambda?.accountId;
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+function defaultOperation(event: APIGatewayProxyEvent): string {
+  return `${event.httpMethod} ${event.resource}`;
+}
+
+function replayOf(stored: StoredResponse): APIGatewayProxyResult {
+  return {
+    statusCode: stored.statusCode,
+    headers: { ...stored.headers, [REPLAYED_HEADER]: 'true' },
+    body: stored.body,
+    ...(stored.isBase64Encoded ? { isBase64Encoded: true } : {}),
+  };
+}
+
+function inFlight(retryAfterMs: number, detail: string): APIGatewayProxyResult {
+  return problemResponse(
+    { type: ProblemType.requestInFlight, title: 'Request in flight', status: 409, detail },
+    { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
+  );
+}
+
+function toStored(response: APIGatewayProxyResult, keep: ReadonlySet<string>): StoredResponse {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers ?? {})) {
+    if (keep.has(name.toLowerCase())) headers[name] = String(value);
+  }
+  return {
+    statusCode: response.statusCode,
+    body: response.body ?? '',
+    headers,
+    ...(response.isBase64Encoded ? { isBase64Encoded: true } : {}),
+  };
+}

@@ -1,0 +1,48 @@
+import type middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { z } from 'zod';
+import { header, rawBody } from './headers';
+import { ProblemType, problemResponse } from './problem';
+
+/** The context a handler sees after {@link validateJsonBody}: the parsed, typed body. */
+export type WithBody<T> = { body: T };
+
+/**
+ * Parses and validates a JSON body before anything else touches the request, so an invalid body is a 400 listing
+ * every problem and never reaches the idempotency store (the key stays free for the corrected request).
+ * The raw `event.body` is left as sent: the fingerprint is computed from it.
+ */
+export function validateJsonBody<S extends z.ZodType>(
+  schema: S,
+): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithBody<z.infer<S>>> {
+  return {
+    before: async function validateJsonBodyBefore(request) {
+      const contentType = header(request.event.headers, 'content-type');
+      if (contentType !== undefined && !/^application\/([a-z0-9.+-]+\+)?json\b/i.test(contentType)) {
+        return invalid('The body must be JSON (Content-Type: application/json).', [
+          { path: '', message: `unsupported content type ${JSON.stringify(contentType)}` },
+        ]);
+      }
+      const text = rawBody(request.event);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text ?? '');
+      } catch {
+        return invalid('The body is not valid JSON.', [{ path: '', message: 'expected a JSON document' }]);
+      }
+      const result = schema.safeParse(parsed);
+      if (!result.success) {
+        return invalid(
+          'The body does not match the schema.',
+          result.error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message })),
+        );
+      }
+      request.context.body = result.data;
+      return undefined;
+    },
+  };
+}
+
+function invalid(detail: string, errors: { path: string; message: string }[]): APIGatewayProxyResult {
+  return problemResponse({ type: ProblemType.invalidBody, title: 'Invalid request body', status: 400, detail, errors });
+}

@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { z } from 'zod';
+import { IdempotencyStore } from '../../lib/engine/store';
+import { problemErrorHandler } from '../../lib/http/error-handler';
+import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
+import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
+import { idempotencyTable, paymentsTable } from '../../lib/tables/definitions';
+import { apiEvent, lambdaContext } from '../support/api-event';
+import { createTestTable, localClient, localDocumentClient } from '../support/dynamodb';
+import { FakeClock } from '../support/fake-clock';
+import { countRequests } from '../support/request-counter';
+
+const client = localClient();
+const doc = localDocumentClient(client);
+const requests = countRequests(client);
+let table: string;
+let effects: string;
+beforeAll(async () => {
+  [table, effects] = await Promise.all([
+    createTestTable(client, idempotencyTable),
+    createTestTable(client, paymentsTable),
+  ]);
+});
+afterAll(() => client.destroy());
+
+const Body = z.strictObject({ amount: z.number().int().positive(), currency: z.string().length(3) });
+type Ctx = Context & WithIdempotency & WithBody<z.infer<typeof Body>>;
+
+/** A payment-like handler whose behaviour each test steers, recording every run and the downstream key it saw. */
+function harness(options: { clock?: FakeClock; leaseSeconds?: number } = {}) {
+  const store = new IdempotencyStore({
+    client: doc,
+    tableName: table,
+    clock: options.clock,
+    leaseSeconds: options.leaseSeconds ?? 30,
+  });
+  const runs: { downstreamKey: string; attempt: number }[] = [];
+  let behaviour: (ctx: Ctx) => Promise<APIGatewayProxyResult> = async (ctx) => {
+    const id = `pay_${randomUUID().slice(0, 8)}`;
+    ctx.idempotency.stage({
+      Put: { TableName: effects, Item: { pk: `TEST#${ctx.idempotency.downstreamKey}`, sk: id } },
+    });
+    return {
+      statusCode: 201,
+      headers: { 'Content-Type': 'application/json', Location: `/payments/${id}`, 'X-Not-Stored': 'x' },
+      body: JSON.stringify({ id, amount: ctx.body.amount }),
+    };
+  };
+  const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Ctx>(async (_event, ctx) => {
+    runs.push({ downstreamKey: ctx.idempotency.downstreamKey, attempt: ctx.idempotency.attempt });
+    return behaviour(ctx);
+  })
+    .use(problemErrorHandler({ logger: { error: () => undefined } }))
+    .use(validateJsonBody(Body))
+    .use(httpIdempotency({ store, logger: { warn: () => undefined, error: () => undefined } }));
+  return {
+    runs,
+    set: (next: typeof behaviour) => {
+      behaviour = next;
+    },
+    call: (event: APIGatewayProxyEvent) => handler(event, lambdaContext() as Ctx),
+  };
+}
+
+const post = (key: string | undefined, body: unknown = { amount: 4200, currency: 'usd' }, accountId = 'acct_1') =>
+  apiEvent({ body, accountId, headers: key === undefined ? {} : { 'Idempotency-Key': key } });
+
+async function effectRows(downstreamKey: string): Promise<number> {
+  const { Items } = await doc.send(
+    new ScanCommand({
+      TableName: effects,
+      FilterExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': `TEST#${downstreamKey}` },
+    }),
+  );
+  return Items?.length ?? 0;
+}
+
+function problem(result: APIGatewayProxyResult) {
+  expect(result.headers?.['Content-Type']).toBe('application/problem+json');
+  return JSON.parse(result.body) as { type: string; status: number; detail?: string; errors?: unknown[] };
+}
+
+describe('httpIdempotency', () => {
+  it('rejects a missing key with 400 problem+json, without touching the store', async () => {
+    const h = harness();
+    requests.reset();
+    const result = await h.call(post(undefined));
+    expect(result.statusCode).toBe(400);
+    expect(problem(result).type).toMatch(/idempotency-key-missing$/);
+    expect(requests.sent).toEqual([]);
+    expect(h.runs).toHaveLength(0);
+  });
+
+  it('rejects a malformed key with 400', async () => {
+    const h = harness();
+    const result = await h.call(post('has spaces'));
+    expect(result.statusCode).toBe(400);
+    expect(problem(result).type).toMatch(/idempotency-key-invalid$/);
+  });
+
+  it('rejects a request without an authenticated account and stores nothing', async () => {
+    const h = harness();
+    requests.reset();
+    const result = await h.call(post(randomUUID(), undefined, null as unknown as string));
+    expect(result.statusCode).toBe(401);
+    expect(requests.sent).toEqual([]);
+  });
+
+  it('rejects an invalid body with every problem listed, leaving the key free for the corrected request', async () => {
+    const h = harness();
+    const key = randomUUID();
+    requests.reset();
+    const bad = await h.call(post(key, { amount: -1, currency: 'dollars', extra: true }));
+    expect(bad.statusCode).toBe(400);
+    expect(problem(bad).errors).toHaveLength(3);
+    expect(requests.sent).toEqual([]);
+    expect((await h.call(post(key))).statusCode).toBe(201);
+  });
+
+  it('runs the handler once and replays its response byte for byte, with Idempotent-Replayed', async () => {
+    const h = harness();
+    const key = randomUUID();
+    const first = await h.call(post(key));
+    expect(first.statusCode).toBe(201);
+    requests.reset();
+    const replay = await h.call(post(key));
+    expect(requests.sent).toEqual(['PutItemCommand']);
+    expect(h.runs).toHaveLength(1);
+    expect(replay.statusCode).toBe(201);
+    expect(replay.body).toBe(first.body);
+    expect(replay.headers).toEqual({
+      'Content-Type': 'application/json',
+      Location: first.headers?.Location,
+      'Idempotent-Replayed': 'true',
+    });
+    expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(1);
+  });
+
+  it('replays a reordered but equal body', async () => {
+    const h = harness();
+    const key = randomUUID();
+    await h.call(post(key, '{"amount":4200,"currency":"usd"}'));
+    const replay = await h.call(post(key, '{ "currency": "usd",\n "amount": 4200 }'));
+    expect(replay.headers?.['Idempotent-Replayed']).toBe('true');
+    expect(h.runs).toHaveLength(1);
+  });
+
+  it('answers 422 for the key reused with a different body', async () => {
+    const h = harness();
+    const key = randomUUID();
+    await h.call(post(key));
+    const reused = await h.call(post(key, { amount: 9999, currency: 'usd' }));
+    expect(reused.statusCode).toBe(422);
+    expect(problem(reused).type).toMatch(/idempotency-key-reused$/);
+    expect(h.runs).toHaveLength(1);
+  });
+
+  it('answers 409 with Retry-After while the original is in flight, then replays', async () => {
+    const h = harness();
+    const key = randomUUID();
+    let finish!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    h.set(async () => {
+      await gate;
+      return { statusCode: 201, headers: { 'Content-Type': 'application/json' }, body: '{"ok":true}' };
+    });
+    const original = h.call(post(key));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const duplicate = await h.call(post(key));
+    expect(duplicate.statusCode).toBe(409);
+    expect(duplicate.headers?.['Retry-After']).toBe('1');
+    finish();
+    expect((await original).statusCode).toBe(201);
+    expect((await h.call(post(key))).headers?.['Idempotent-Replayed']).toBe('true');
+    expect(h.runs).toHaveLength(1);
+  });
+
+  it('stores a deterministic 4xx (a decline) and replays it', async () => {
+    const h = harness();
+    const key = randomUUID();
+    h.set(async () => ({ statusCode: 402, headers: { 'Content-Type': 'application/problem+json' }, body: '{"d":1}' }));
+    expect((await h.call(post(key))).statusCode).toBe(402);
+    const replay = await h.call(post(key));
+    expect(replay.statusCode).toBe(402);
+    expect(replay.headers?.['Idempotent-Replayed']).toBe('true');
+    expect(h.runs).toHaveLength(1);
+  });
+
+  it.each([500, 503, 429])(
+    'does not store a %i: the key is released and staged effects are not written',
+    async (status) => {
+      const h = harness();
+      const key = randomUUID();
+      h.set(async (ctx) => {
+        ctx.idempotency.stage({
+          Put: { TableName: effects, Item: { pk: `TEST#${ctx.idempotency.downstreamKey}`, sk: 'x' } },
+        });
+        return { statusCode: status, body: '{}' };
+      });
+      expect((await h.call(post(key))).statusCode).toBe(status);
+      expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(0);
+      h.set(async () => ({ statusCode: 201, body: '{}' }));
+      expect((await h.call(post(key))).statusCode).toBe(201);
+      expect(h.runs).toHaveLength(2);
+      expect(h.runs[1]!.downstreamKey).toBe(h.runs[0]!.downstreamKey);
+      expect(h.runs[1]!.attempt).toBe(2);
+    },
+  );
+
+  it('releases the key on a thrown error and answers a generic 500 that leaks nothing', async () => {
+    const h = harness();
+    const key = randomUUID();
+    h.set(async () => {
+      throw new Error('ECONNRESET secret-host:5432 at Pool.connect');
+    });
+    const failed = await h.call(post(key));
+    expect(failed.statusCode).toBe(500);
+    expect(failed.body).not.toMatch(/ECONNRESET|secret-host|at /);
+    expect(problem(failed).type).toMatch(/internal-error$/);
+    h.set(async () => ({ statusCode: 201, body: '{}' }));
+    expect((await h.call(post(key))).statusCode).toBe(201);
+    expect(h.runs[1]!.downstreamKey).toBe(h.runs[0]!.downstreamKey);
+  });
+
+  it('keeps two accounts using the same key apart', async () => {
+    const h = harness();
+    const key = randomUUID();
+    const a = await h.call(post(key, undefined, 'acct_a'));
+    const b = await h.call(post(key, { amount: 1, currency: 'eur' }, 'acct_b'));
+    expect([a.statusCode, b.statusCode]).toEqual([201, 201]);
+    expect(b.headers?.['Idempotent-Replayed']).toBeUndefined();
+    expect(h.runs[0]!.downstreamKey).not.toBe(h.runs[1]!.downstreamKey);
+  });
+
+  it('treats the same key on two routes as two operations', async () => {
+    const h = harness();
+    const key = randomUUID();
+    await h.call(post(key));
+    const other = await h.call({ ...post(key), resource: '/refunds' });
+    expect(other.statusCode).toBe(201);
+    expect(h.runs).toHaveLength(2);
+  });
+
+  it('turns a superseded owner away with 409 and writes none of its effects', async () => {
+    const clock = new FakeClock();
+    const h = harness({ clock, leaseSeconds: 5 });
+    const key = randomUUID();
+    let takeover: Promise<APIGatewayProxyResult> | undefined;
+    h.set(async (ctx) => {
+      ctx.idempotency.stage({
+        Put: { TableName: effects, Item: { pk: `TEST#${ctx.idempotency.downstreamKey}`, sk: 's' } },
+      });
+      if (!takeover) {
+        // This owner stalls past its lease; a retry takes the record over and completes first.
+        clock.advance(6000);
+        h.set(async (inner) => {
+          inner.idempotency.stage({
+            Put: { TableName: effects, Item: { pk: `TEST#${inner.idempotency.downstreamKey}`, sk: 'new' } },
+          });
+          return { statusCode: 201, body: '{"by":"new owner"}' };
+        });
+        takeover = h.call(post(key));
+        await takeover;
+      }
+      return { statusCode: 201, body: '{"by":"stale owner"}' };
+    });
+    const stale = await h.call(post(key));
+    expect(stale.statusCode).toBe(409);
+    expect((await takeover)?.body).toBe('{"by":"new owner"}');
+    expect(h.runs[1]!.downstreamKey).toBe(h.runs[0]!.downstreamKey);
+    expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(1);
+    expect((await h.call(post(key))).body).toBe('{"by":"new owner"}');
+  });
+});
