@@ -49,10 +49,12 @@ function harness(options: { clock?: FakeClock; leaseSeconds?: number } = {}) {
       body: JSON.stringify({ id, amount: ctx.body.amount }),
     };
   };
-  const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Ctx>(async (_event, ctx) => {
-    runs.push({ downstreamKey: ctx.idempotency.downstreamKey, attempt: ctx.idempotency.attempt });
-    return behaviour(ctx);
-  })
+  const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Ctx>(
+    async (_event: APIGatewayProxyEvent, ctx: Ctx) => {
+      runs.push({ downstreamKey: ctx.idempotency.downstreamKey, attempt: ctx.idempotency.attempt });
+      return behaviour(ctx);
+    },
+  )
     .use(problemErrorHandler({ logger: { error: () => undefined } }))
     .use(validateJsonBody(Body))
     .use(httpIdempotency({ store, logger: { warn: () => undefined, error: () => undefined } }));
