@@ -1,0 +1,8 @@
+/**
+ * Natural idempotency for DynamoDB: operations that are safe to repeat by their own construction, with no key
+ * store. Expected outcomes are values (`created` / `exists`, `changed` / `unchanged` / `missing`), not exceptions.
+ */
+export { type CompareAndSetInput, type CompareAndSetResult, compareAndSet, compareAndSetItem } from './compare-and-set';
+export { InvalidNaturalRequestError, NaturalIdempotencyError } from './errors';
+export { type PutIfAbsentInput, type PutIfAbsentResult, putIfAbsent } from './put-if-absent';
+export { type UpsertInput, upsert, upsertItem } from './upsert';
