@@ -1,0 +1,30 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { systemClock } from '../lib/engine/clock';
+import { problemErrorHandler } from '../lib/http/error-handler';
+import { httpIdempotency, type WithIdempotency } from '../lib/http/idempotency';
+import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
+import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
+import { createPayment } from '../lib/payments/create-payment';
+import { PaymentRequest } from '../lib/payments/schema';
+
+/** POST /payments: validate, claim the key, charge under the downstream key, commit the payment with the key. */
+const logger = new Logger({ serviceName: 'payments' });
+const deps = { processor: processorClient(), payments: paymentsStore(), clock: systemClock };
+const store = idempotencyStore();
+
+type PaymentContext = Context & WithIdempotency & WithBody<PaymentRequest>;
+
+async function createPaymentHandler(
+  event: APIGatewayProxyEvent,
+  context: PaymentContext,
+): Promise<APIGatewayProxyResult> {
+  const accountId = String(event.requestContext.authorizer?.accountId);
+  return createPayment(deps, { accountId, body: context.body, idempotency: context.idempotency });
+}
+
+export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, PaymentContext>(createPaymentHandler)
+  .use(problemErrorHandler({ logger }))
+  .use(validateJsonBody(PaymentRequest))
+  .use(httpIdempotency({ store, logger }));

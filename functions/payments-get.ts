@@ -1,0 +1,23 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { problemErrorHandler } from '../lib/http/error-handler';
+import { HttpProblem } from '../lib/http/errors';
+import { paymentsStore } from '../lib/payments/config';
+
+/** GET /payments/{id}: the caller's own payment; anyone else's is indistinguishable from a missing one (404). */
+const logger = new Logger({ serviceName: 'payments' });
+const payments = paymentsStore();
+
+async function getPaymentHandler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
+  const accountId = event.requestContext.authorizer?.accountId;
+  const paymentId = event.pathParameters?.id;
+  if (typeof accountId !== 'string' || !accountId) throw new HttpProblem(401, 'unauthenticated', 'Unauthenticated');
+  const payment = paymentId ? await payments.getPayment(accountId, paymentId) : undefined;
+  if (!payment) throw new HttpProblem(404, 'not-found', 'Payment not found', { detail: `No payment ${paymentId}.` });
+  return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(payment) };
+}
+
+export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult>(getPaymentHandler).use(
+  problemErrorHandler({ logger }),
+);

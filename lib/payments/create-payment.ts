@@ -1,0 +1,89 @@
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import type { Clock } from '../engine/clock';
+import type { IdempotencyHandle } from '../http/idempotency';
+import { problemResponse } from '../http/problem';
+import type { ProcessorClient } from './processor-client';
+import type { PaymentRequest } from './schema';
+import { type Payment, type PaymentsStore, paymentIdFor } from './store';
+
+export interface CreatePaymentDeps {
+  readonly processor: ProcessorClient;
+  readonly payments: PaymentsStore;
+  readonly clock: Clock;
+}
+
+/**
+ * Charges through the processor under the operation's downstream key, then stages the payment row so it commits
+ * with the key's completion. A decline is a stored answer (402); an outage is not (5xx + Retry-After releases the
+ * key, and the retry reaches the processor under the same downstream key, finding any charge already made).
+ */
+export async function createPayment(
+  deps: CreatePaymentDeps,
+  input: { accountId: string; body: PaymentRequest; idempotency: IdempotencyHandle },
+): Promise<APIGatewayProxyResult> {
+  const { accountId, body, idempotency } = input;
+  const paymentId = paymentIdFor(idempotency.downstreamKey);
+  const outcome = await deps.processor.charge(
+    {
+      amount: body.amount,
+      currency: body.currency,
+      source: body.source,
+      metadata: { payment_id: paymentId, account_id: accountId },
+    },
+    idempotency.downstreamKey,
+  );
+  switch (outcome.kind) {
+    case 'charged': {
+      const payment: Payment = {
+        id: paymentId,
+        amount: body.amount,
+        currency: body.currency,
+        source: body.source,
+        description: body.description ?? null,
+        status: 'succeeded',
+        charge_id: outcome.charge.id,
+        created_at: new Date(deps.clock.now()).toISOString(),
+        settled_at: null,
+      };
+      idempotency.stage(deps.payments.putPayment(accountId, payment, idempotency.downstreamKey));
+      return {
+        statusCode: 201,
+        headers: { 'Content-Type': 'application/json', Location: `/payments/${paymentId}` },
+        body: JSON.stringify(payment),
+      };
+    }
+    case 'declined':
+      return problemResponse({
+        type: 'card-declined',
+        title: 'Card declined',
+        status: 402,
+        detail: outcome.message,
+        decline_code: outcome.code,
+      });
+    case 'unavailable':
+      return unavailable(outcome.reason, outcome.retryAfterSeconds);
+    case 'rejected':
+      // The processor refused our own request: a bug on our side, never the client's. Surface it as a 500.
+      throw new Error(`processor rejected the charge (${outcome.status}): ${outcome.message}`);
+  }
+}
+
+const UNAVAILABLE = {
+  timeout: { status: 504, title: 'Payment processor timed out' },
+  network: { status: 502, title: 'Payment processor unreachable' },
+  server_error: { status: 502, title: 'Payment processor error' },
+  overloaded: { status: 503, title: 'Payment processor unavailable' },
+} as const;
+
+function unavailable(reason: keyof typeof UNAVAILABLE, retryAfterSeconds = 1): APIGatewayProxyResult {
+  const { status, title } = UNAVAILABLE[reason];
+  return problemResponse(
+    {
+      type: 'processor-unavailable',
+      title,
+      status,
+      detail: 'The payment was not completed. Retry with the same Idempotency-Key: it will not be charged twice.',
+    },
+    { 'Retry-After': String(retryAfterSeconds) },
+  );
+}

@@ -1,0 +1,96 @@
+/**
+ * The payment processor, from our side of the wire. Every charge carries an Idempotency-Key of ours (the record's
+ * downstream key), so a retry of the same operation finds the charge the processor already made instead of making
+ * a second one. Outcomes are values: a decline is an answer, an outage is a reason to retry later.
+ */
+export interface ChargeRequest {
+  readonly amount: number;
+  readonly currency: string;
+  readonly source: string;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+export interface Charge {
+  readonly id: string;
+  readonly amount: number;
+  readonly currency: string;
+  readonly status: string;
+}
+
+export type ChargeOutcome =
+  | { readonly kind: 'charged'; readonly charge: Charge }
+  | { readonly kind: 'declined'; readonly code: string; readonly message: string }
+  /** The processor refused the request itself (our bug, e.g. the key reused with another body). Not retryable. */
+  | { readonly kind: 'rejected'; readonly status: number; readonly message: string }
+  /** The outcome is unknown or the processor is down: safe to retry under the same key. */
+  | {
+      readonly kind: 'unavailable';
+      readonly reason: 'timeout' | 'network' | 'server_error' | 'overloaded';
+      readonly status?: number;
+      readonly retryAfterSeconds?: number;
+    };
+
+export interface ProcessorClientOptions {
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  readonly apiKey?: string;
+  readonly fetch?: typeof fetch;
+}
+
+export class ProcessorClient {
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly options: ProcessorClientOptions) {
+    this.fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  async charge(request: ChargeRequest, idempotencyKey: string): Promise<ChargeOutcome> {
+    let response: Response;
+    try {
+      response = await this.fetch(new URL('/v1/charges', this.options.baseUrl), {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          'Idempotency-Key': idempotencyKey,
+          ...(this.options.apiKey ? { Authorization: `Bearer ${this.options.apiKey}` } : {}),
+        },
+        body: JSON.stringify(request),
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+    } catch (error) {
+      const timedOut = error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
+      return { kind: 'unavailable', reason: timedOut ? 'timeout' : 'network' };
+    }
+    let body: unknown;
+    try {
+      body = await response.json();
+    } catch {
+      // A body cut short or not JSON: the charge may or may not exist; only a retry under the same key can tell.
+      return { kind: 'unavailable', reason: response.ok ? 'network' : 'server_error', status: response.status };
+    }
+    if (response.ok) return { kind: 'charged', charge: body as Charge };
+    const error = (body as { error?: { code?: string; message?: string; type?: string } }).error ?? {};
+    if (response.status === 402) {
+      return {
+        kind: 'declined',
+        code: error.code ?? 'card_declined',
+        message: error.message ?? 'The card was declined.',
+      };
+    }
+    if (response.status === 429 || response.status === 503) {
+      const retryAfter = Number(response.headers.get('retry-after'));
+      return {
+        kind: 'unavailable',
+        reason: 'overloaded',
+        status: response.status,
+        ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfterSeconds: retryAfter } : {}),
+      };
+    }
+    if (response.status >= 500) return { kind: 'unavailable', reason: 'server_error', status: response.status };
+    return {
+      kind: 'rejected',
+      status: response.status,
+      message: error.message ?? `processor answered ${response.status}`,
+    };
+  }
+}

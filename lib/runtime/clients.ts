@@ -1,0 +1,26 @@
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Client settings from the environment. In Lambda nothing is set here and the SDK's defaults apply. Locally,
+ * `DYNAMODB_ENDPOINT` points at DynamoDB Local; without AWS credentials or a region in the environment, harmless
+ * local ones are filled in so the SDK doesn't go looking for real ones.
+ */
+export function dynamoDbConfig(env: Env = process.env): DynamoDBClientConfig {
+  const endpoint = env.DYNAMODB_ENDPOINT;
+  if (!endpoint) return {};
+  return {
+    endpoint,
+    region: env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'local',
+    ...(env.AWS_ACCESS_KEY_ID ? {} : { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+  };
+}
+
+/** One DocumentClient per container, created at cold start and reused by every invocation. */
+export function documentClient(env: Env = process.env): DynamoDBDocumentClient {
+  return DynamoDBDocumentClient.from(new DynamoDBClient(dynamoDbConfig(env)), {
+    marshallOptions: { removeUndefinedValues: true },
+  });
+}

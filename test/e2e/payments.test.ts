@@ -1,0 +1,213 @@
+import { randomUUID } from 'node:crypto';
+import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
+import { type StackProcess, startStackProcess } from '../support/local-stack-process';
+
+/**
+ * The payments service end to end: HTTP into the local stack process (`bin/local.ts`, the handler code Lambda runs),
+ * DynamoDB Local from the jest setup, and the sandbox processor, whose GET /charges is the witness for money moved.
+ */
+jest.setTimeout(60_000);
+
+const KEY_A = 'sk_test_e2e_account_a';
+const KEY_B = 'sk_test_e2e_account_b';
+let sandbox: Sandbox;
+let stack: StackProcess;
+
+const stackEnv = (overrides: Record<string, string> = {}) => ({
+  DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+  PROCESSOR_URL: sandbox.url,
+  IDEMPOTENCY_TABLE: `e2e-idem-${randomUUID().slice(0, 8)}`,
+  PAYMENTS_TABLE: `e2e-pay-${randomUUID().slice(0, 8)}`,
+  LOCAL_API_KEYS: `${KEY_A}:acct_a,${KEY_B}:acct_b`,
+  PROCESSOR_TIMEOUT_MS: '5000',
+  ...overrides,
+});
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+  stack = await startStackProcess(stackEnv());
+});
+afterAll(async () => {
+  await stack?.stop();
+  await sandbox?.close();
+});
+afterEach(async () => {
+  await fetch(`${sandbox.url}/__faults`, { method: 'DELETE' });
+});
+
+const card = { amount: 4200, currency: 'usd', source: 'tok_visa' };
+
+function pay(options: { key?: string; body?: unknown; apiKey?: string; url?: string } = {}) {
+  const headers: Record<string, string> = {
+    Authorization: `Bearer ${options.apiKey ?? KEY_A}`,
+    'Content-Type': 'application/json',
+  };
+  if (options.key !== undefined) headers['Idempotency-Key'] = options.key;
+  const body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body ?? card);
+  return fetch(`${options.url ?? stack.url}/payments`, { method: 'POST', headers, body });
+}
+
+async function chargesUnder(downstreamKeys: Set<string> | undefined = undefined) {
+  const all = (await (await fetch(`${sandbox.url}/charges`)).json()) as { id: string; idempotency_key: string }[];
+  return downstreamKeys ? all.filter((c) => downstreamKeys.has(c.idempotency_key)) : all;
+}
+
+/** Charges whose metadata names this payment: the witness for one operation. */
+async function chargesFor(paymentId: string) {
+  const all = (await (await fetch(`${sandbox.url}/charges`)).json()) as { metadata: { payment_id: string } }[];
+  return all.filter((c) => c.metadata.payment_id === paymentId);
+}
+
+async function fault(body: unknown) {
+  const response = await fetch(`${sandbox.url}/__faults`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  expect(response.ok).toBe(true);
+}
+
+describe('POST /payments over the local stack', () => {
+  it('turns 50 concurrent identical requests into one charge and one payment', async () => {
+    const key = randomUUID();
+    const before = (await chargesUnder()).length;
+    const responses = await Promise.all(Array.from({ length: 50 }, () => pay({ key })));
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(1);
+    expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
+    const bodies = await Promise.all(responses.filter((r) => r.status === 201).map((r) => r.json()));
+    expect(new Set(bodies.map((b) => (b as { id: string }).id)).size).toBe(1);
+    expect((await chargesUnder()).length - before).toBe(1);
+    const paymentId = (bodies[0] as { id: string }).id;
+    const get = await fetch(`${stack.url}/payments/${paymentId}`, { headers: { Authorization: `Bearer ${KEY_A}` } });
+    expect(get.status).toBe(200);
+  });
+
+  it('answers a retry after the processor dropped the connection with the one charge it made', async () => {
+    const key = randomUUID();
+    await fault({ mode: 'drop_after_charge', count: 1 });
+    const first = await pay({ key });
+    expect(first.status).toBe(502);
+    expect(first.headers.get('retry-after')).toBeTruthy();
+    const retry = await pay({ key });
+    expect(retry.status).toBe(201);
+    const payment = (await retry.json()) as { id: string; charge_id: string };
+    const charges = await chargesFor(payment.id);
+    expect(charges).toHaveLength(1);
+    expect((charges[0] as unknown as { id: string }).id).toBe(payment.charge_id);
+  });
+
+  it('succeeds on a retry after a 503, with one charge', async () => {
+    const key = randomUUID();
+    await fault({ mode: 'error_503', count: 1 });
+    const first = await pay({ key });
+    expect(first.status).toBe(503);
+    expect(first.headers.get('content-type')).toBe('application/problem+json');
+    const retry = await pay({ key });
+    expect(retry.status).toBe(201);
+    expect(await chargesFor(((await retry.json()) as { id: string }).id)).toHaveLength(1);
+  });
+
+  it('replays a reordered but equal body and rejects a changed one with 422', async () => {
+    const key = randomUUID();
+    const first = await pay({ key, body: '{"amount":4200,"currency":"usd","source":"tok_visa"}' });
+    const reordered = await pay({ key, body: '{ "source": "tok_visa", "currency": "usd", "amount": 4200 }' });
+    expect(reordered.status).toBe(201);
+    expect(reordered.headers.get('idempotent-replayed')).toBe('true');
+    expect(await reordered.text()).toBe(await first.text());
+    const changed = await pay({ key, body: { ...card, amount: 4300 } });
+    expect(changed.status).toBe(422);
+    expect(changed.headers.get('content-type')).toBe('application/problem+json');
+  });
+
+  it('rejects an invalid body with 400, listing each problem, and leaves the key usable', async () => {
+    const key = randomUUID();
+    const bad = await pay({ key, body: { amount: 0, currency: 'usdollars', source: '', tip: 1 } });
+    expect(bad.status).toBe(400);
+    const problem = (await bad.json()) as { errors: { path: string }[] };
+    expect(problem.errors.map((e) => e.path).sort()).toEqual(['', 'amount', 'currency', 'source']);
+    expect((await pay({ key, body: 'not json' })).status).toBe(400);
+    expect((await pay({ key })).status).toBe(201);
+  });
+
+  it('rejects a missing or malformed key with 400', async () => {
+    expect((await pay({})).status).toBe(400);
+    expect((await pay({ key: 'x'.repeat(256) })).status).toBe(400);
+  });
+
+  it('gives account B its own payment and charge under a key account A already used', async () => {
+    const key = randomUUID();
+    const a = (await (await pay({ key })).json()) as { id: string; charge_id: string };
+    const bResponse = await pay({ key, apiKey: KEY_B });
+    expect(bResponse.status).toBe(201);
+    expect(bResponse.headers.get('idempotent-replayed')).toBeNull();
+    const b = (await bResponse.json()) as { id: string; charge_id: string };
+    expect(b.id).not.toBe(a.id);
+    expect(b.charge_id).not.toBe(a.charge_id);
+    const asA = await fetch(`${stack.url}/payments/${b.id}`, { headers: { Authorization: `Bearer ${KEY_A}` } });
+    expect(asA.status).toBe(404);
+  });
+
+  it('stores a decline and replays it as 402 with Idempotent-Replayed', async () => {
+    const key = randomUUID();
+    const declined = await pay({ key, body: { ...card, source: 'tok_chargeDeclined' } });
+    expect(declined.status).toBe(402);
+    const replay = await pay({ key, body: { ...card, source: 'tok_chargeDeclined' } });
+    expect(replay.status).toBe(402);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(await replay.text()).toBe(await declined.text());
+  });
+
+  it('answers 401 for a missing or unknown API key', async () => {
+    expect((await fetch(`${stack.url}/payments`, { method: 'POST', body: '{}' })).status).toBe(401);
+    expect((await pay({ key: randomUUID(), apiKey: 'sk_test_unknown' })).status).toBe(401);
+  });
+});
+
+describe('crashes and expiry', () => {
+  it('makes one charge when the API dies during a slow processor call and the client retries after the lease', async () => {
+    const env = stackEnv({ IDEMPOTENCY_LEASE_SECONDS: '2', IDEMPOTENCY_TTL_SECONDS: '60' });
+    const crashing = await startStackProcess(env);
+    const port = Number(new URL(crashing.url).port);
+    const key = randomUUID();
+    await fault({ mode: 'delay', ms: 2500, count: 1 });
+    const doomed = pay({ key, url: crashing.url }).catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    await crashing.crash();
+    expect(String(await doomed)).toMatch(/fetch failed/); // the client saw the connection die
+
+    const restarted = await startStackProcess(env, port);
+    try {
+      const during = await pay({ key, url: restarted.url });
+      expect(during.status).toBe(409); // the dead owner's lease still holds
+      await new Promise((resolve) => setTimeout(resolve, 2200));
+      const retry = await pay({ key, url: restarted.url });
+      expect(retry.status).toBe(201);
+      const payment = (await retry.json()) as { id: string; charge_id: string };
+      const charges = await chargesFor(payment.id);
+      expect(charges).toHaveLength(1);
+      expect((charges[0] as unknown as { id: string }).id).toBe(payment.charge_id);
+    } finally {
+      await restarted.stop();
+    }
+  });
+
+  it('treats a key reused after its expiry as a new payment with a new charge', async () => {
+    const env = stackEnv({ IDEMPOTENCY_LEASE_SECONDS: '1', IDEMPOTENCY_TTL_SECONDS: '2' });
+    const shortLived = await startStackProcess(env);
+    try {
+      const key = randomUUID();
+      const first = (await (await pay({ key, url: shortLived.url })).json()) as { id: string; charge_id: string };
+      expect((await pay({ key, url: shortLived.url })).headers.get('idempotent-replayed')).toBe('true');
+      await new Promise((resolve) => setTimeout(resolve, 3100));
+      const later = await pay({ key, url: shortLived.url });
+      expect(later.status).toBe(201);
+      expect(later.headers.get('idempotent-replayed')).toBeNull();
+      const second = (await later.json()) as { id: string; charge_id: string };
+      expect(second.id).not.toBe(first.id);
+      expect(second.charge_id).not.toBe(first.charge_id);
+    } finally {
+      await shortLived.stop();
+    }
+  });
+});

@@ -1,0 +1,73 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { freePort } from '../../lib/local/free-port';
+
+export interface StackProcess {
+  readonly url: string;
+  readonly output: () => string;
+  /** SIGKILL: the process dies mid-request, no cleanup, as a Lambda container does on a crash. */
+  crash(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `bin/local.ts` (what `npm start` runs) as a child process, in its own process group, against the given
+ * environment, and waits until it serves. The port is chosen once and reused, so a restarted API has the same URL.
+ */
+export async function startStackProcess(env: Record<string, string>, port?: number): Promise<StackProcess> {
+  const apiPort = port ?? (await freePort());
+  const root = join(__dirname, '..', '..');
+  const child = spawn(
+    process.execPath,
+    [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(root, 'bin', 'local.ts')],
+    {
+      cwd: root,
+      env: { ...process.env, ...env, PORT: String(apiPort) },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await waitFor(
+    () => output.includes('API listening on'),
+    30_000,
+    () => output,
+    exited,
+  );
+  return {
+    url: `http://127.0.0.1:${apiPort}`,
+    output: () => output,
+    crash: () => killGroup(child, 'SIGKILL', exited),
+    stop: () => killGroup(child, 'SIGTERM', exited),
+  };
+}
+
+async function killGroup(child: ChildProcess, signal: NodeJS.Signals, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    return;
+  }
+  await exited;
+}
+
+async function waitFor(done: () => boolean, timeoutMs: number, output: () => string, exited: Promise<void>) {
+  let hasExited = false;
+  void exited.then(() => {
+    hasExited = true;
+  });
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (hasExited) throw new Error(`the local stack exited:\n${output()}`);
+    if (Date.now() > deadline) throw new Error(`the local stack did not start:\n${output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
