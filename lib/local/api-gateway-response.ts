@@ -1,0 +1,104 @@
+import type { ServerResponse } from 'node:http';
+import type { APIGatewayProxyResult } from 'aws-lambda';
+
+/**
+ * The responses API Gateway itself produces (its "gateway responses"), with the bodies and `x-amzn-ErrorType`
+ * values a deployed REST API sends. Clients and tests can match on them exactly.
+ */
+export const GATEWAY_RESPONSES = {
+  notFound: { statusCode: 404, errorType: 'NotFoundException', message: 'Not Found' },
+  methodNotAllowed: { statusCode: 405, errorType: 'MethodNotAllowedException', message: 'Method Not Allowed' },
+  unauthorized: { statusCode: 401, errorType: 'UnauthorizedException', message: 'Unauthorized' },
+  accessDenied: {
+    statusCode: 403,
+    errorType: 'AccessDeniedException',
+    message: 'User is not authorized to access this resource',
+  },
+  authorizerConfiguration: { statusCode: 500, errorType: 'AuthorizerConfigurationException', message: null },
+  requestTooLarge: { statusCode: 413, errorType: 'RequestEntityTooLargeException', message: 'Request Too Long' },
+  integrationFailure: { statusCode: 502, errorType: 'InternalServerErrorException', message: 'Internal server error' },
+  integrationTimeout: {
+    statusCode: 504,
+    errorType: 'IntegrationTimeoutException',
+    message: 'Endpoint request timed out',
+  },
+} as const;
+
+export type GatewayResponse = (typeof GATEWAY_RESPONSES)[keyof typeof GATEWAY_RESPONSES];
+
+/** Writes one of API Gateway's own responses: a fixed JSON body, never anything from the handler. */
+export function writeGatewayResponse(
+  res: ServerResponse,
+  response: GatewayResponse,
+  requestId: string,
+  extraHeaders: Record<string, string> = {},
+): void {
+  const body = JSON.stringify({ message: response.message });
+  res.writeHead(response.statusCode, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(body),
+    'x-amzn-RequestId': requestId,
+    'x-amzn-ErrorType': response.errorType,
+    ...extraHeaders,
+  });
+  res.end(body);
+}
+
+type HeaderValue = boolean | number | string;
+
+/**
+ * Checks a handler's return value the way API Gateway does before it answers: an object with an integer
+ * `statusCode`, a string (or absent) `body`, header maps of scalars. Anything else is API Gateway's
+ * "Malformed Lambda proxy response", a 502. Returns the reason it is malformed, or undefined when it is fine.
+ */
+export function malformedReason(result: unknown): string | undefined {
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) return 'the result is not an object';
+  const { statusCode, body, headers, multiValueHeaders, isBase64Encoded } = result as Record<string, unknown>;
+  const status = typeof statusCode === 'string' ? Number(statusCode) : statusCode;
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599) {
+    return 'statusCode is not an HTTP status';
+  }
+  if (body !== undefined && body !== null && typeof body !== 'string') return 'body is not a string';
+  if (isBase64Encoded !== undefined && typeof isBase64Encoded !== 'boolean') return 'isBase64Encoded is not a boolean';
+  if (headers !== undefined && headers !== null && !isMapOf(headers, isScalar)) return 'headers is not a map of values';
+  if (multiValueHeaders !== undefined && multiValueHeaders !== null && !isMapOf(multiValueHeaders, isScalarList)) {
+    return 'multiValueHeaders is not a map of value lists';
+  }
+  return undefined;
+}
+
+function isScalar(value: unknown): value is HeaderValue {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
+function isScalarList(value: unknown): value is HeaderValue[] {
+  return Array.isArray(value) && value.every(isScalar);
+}
+
+function isMapOf(value: unknown, check: (entry: unknown) => boolean): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.values(value).every(check);
+}
+
+/**
+ * Writes a handler's proxy result. `headers` and `multiValueHeaders` merge; for a name in both, the multi-value list
+ * wins, as API Gateway documents. A base64 body is decoded to bytes. Like a REST API, a response without a
+ * `Content-Type` is labelled `application/json`.
+ */
+export function writeProxyResult(res: ServerResponse, result: APIGatewayProxyResult, requestId: string): void {
+  const merged = new Map<string, { name: string; values: string[] }>();
+  for (const [name, values] of Object.entries(result.multiValueHeaders ?? {})) {
+    merged.set(name.toLowerCase(), { name, values: values.map(String) });
+  }
+  for (const [name, value] of Object.entries(result.headers ?? {})) {
+    if (!merged.has(name.toLowerCase())) merged.set(name.toLowerCase(), { name, values: [String(value)] });
+  }
+  if (!merged.has('content-type')) merged.set('content-type', { name: 'Content-Type', values: ['application/json'] });
+  merged.set('x-amzn-requestid', { name: 'x-amzn-RequestId', values: [requestId] });
+
+  const body = result.isBase64Encoded ? Buffer.from(result.body ?? '', 'base64') : Buffer.from(result.body ?? '');
+  merged.set('content-length', { name: 'Content-Length', values: [String(body.length)] });
+  // Node's raw header array keeps the handler's casing and repeats a name once per value.
+  const rawHeaders = [...merged.values()].flatMap(({ name, values }) => values.map((value) => [name, value]));
+  res.writeHead(Number(result.statusCode), rawHeaders.flat());
+  res.end(body);
+}

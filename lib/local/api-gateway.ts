@@ -1,0 +1,290 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import { type AuthorizerCache, authorize } from './api-gateway-authorizer';
+import { buildProxyEvent, type GatewayRequest, headerValue } from './api-gateway-event';
+import { GATEWAY_RESPONSES, malformedReason, writeGatewayResponse, writeProxyResult } from './api-gateway-response';
+import { type CompiledRoute, compileRoutes, matchRoute, type Route } from './api-gateway-routes';
+import { DEFAULT_FUNCTION_TIMEOUT_MS, LOCAL_ACCOUNT_ID, LOCAL_REGION } from './lambda-context';
+import { invokeLambda } from './lambda-invoke';
+import { consoleLog, type LocalLog } from './log';
+
+export type { TokenAuthorizer, TokenAuthorizerConfig } from './api-gateway-authorizer';
+export { GATEWAY_RESPONSES } from './api-gateway-response';
+export type { HttpMethod, ProxyHandler, Route } from './api-gateway-routes';
+
+/** A REST API's defaults: 29 s integration timeout (a regional API may raise it), 10 MB payload (a hard limit). */
+const DEFAULT_INTEGRATION_TIMEOUT_MS = 29_000;
+const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+
+/** The stage and API id in every local ARN and `requestContext`. */
+const LOCAL_STAGE = 'local';
+const LOCAL_API_ID = 'local';
+
+export interface ApiGatewayOptions {
+  /** 0 (the default) picks a free port. The server listens on 127.0.0.1 only. */
+  port?: number;
+  routes: readonly Route[];
+  /** How long API Gateway waits for the integration before answering 504. Default 29000, API Gateway's. */
+  integrationTimeoutMs?: number;
+  /** Lambda timeout for routes and authorizers that set none. Default 3000, Lambda's and CDK's default. */
+  functionTimeoutMs?: number;
+  /** Content types passed to the handler base64-encoded, like the REST API's `binaryMediaTypes`. */
+  binaryMediaTypes?: readonly string[];
+  /** Request body limit; default 10 MB, API Gateway's. */
+  maxPayloadBytes?: number;
+  /** Where handler errors and timeouts go (never to the client). Default: the console. */
+  log?: LocalLog;
+}
+
+/** A running local API Gateway. */
+export interface ApiGateway {
+  /** `http://127.0.0.1:<port>`, without a stage prefix (routes are served at their resource paths). */
+  readonly url: string;
+  readonly port: number;
+  /** Stops accepting requests, then waits for running handlers, each at most until its Lambda timeout. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts an HTTP server that behaves like an API Gateway REST API with Lambda proxy integrations, so the local stack
+ * runs the very handlers that are deployed, with the events, contexts, authorizer decisions and error responses
+ * they get on AWS.
+ *
+ * Differences from a deployed REST API, chosen for local use:
+ * - a path no route matches answers 404 `{"message":"Not Found"}` and a known path with an undefined method 405 with
+ *   an `Allow` header; a deployed REST API answers 403 `{"message":"Missing Authentication Token"}` to both;
+ * - there is no stage prefix in the URL (`/payments`, not `/local/payments`), while events carry stage `local`;
+ * - a handler can't be stopped at its timeout in one Node process: it keeps running, its late result is dropped;
+ * - CORS, API keys, usage plans, request validators and mapping templates are not emulated.
+ *
+ * @example
+ * const api = await startApiGateway({
+ *   routes: [{ method: 'POST', resource: '/payments', handler: createPayment, authorizer: tokenAuthorizer }],
+ * });
+ * await fetch(`${api.url}/payments`, { method: 'POST', headers: { Authorization: 'Bearer t' }, body: '{}' });
+ * await api.close();
+ */
+export async function startApiGateway(options: ApiGatewayOptions): Promise<ApiGateway> {
+  const gateway = new LocalApiGateway(options);
+  return gateway.listen(options.port ?? 0);
+}
+
+/** One request's timing and ids, shared by the steps that answer it. */
+interface RequestScope {
+  readonly requestId: string;
+  readonly receivedAt: number;
+}
+
+class LocalApiGateway {
+  private readonly routes: CompiledRoute[];
+  private readonly integrationTimeoutMs: number;
+  private readonly functionTimeoutMs: number;
+  private readonly maxPayloadBytes: number;
+  private readonly binaryMediaTypes: readonly string[];
+  private readonly log: LocalLog;
+  private readonly authorizerCache: AuthorizerCache = new WeakMap();
+  /** Requests being answered and handlers still running (also after a 504), so close() can wait for them. */
+  private readonly running = new Set<Promise<void>>();
+  private readonly server: Server;
+  private port = 0;
+
+  constructor(options: ApiGatewayOptions) {
+    this.routes = compileRoutes(options.routes);
+    this.integrationTimeoutMs = options.integrationTimeoutMs ?? DEFAULT_INTEGRATION_TIMEOUT_MS;
+    this.functionTimeoutMs = options.functionTimeoutMs ?? DEFAULT_FUNCTION_TIMEOUT_MS;
+    this.maxPayloadBytes = options.maxPayloadBytes ?? MAX_PAYLOAD_BYTES;
+    this.binaryMediaTypes = options.binaryMediaTypes ?? [];
+    this.log = options.log ?? consoleLog;
+    this.server = createServer((req, res) => {
+      this.track(this.handle(req, res).catch((error: unknown) => this.failUnexpectedly(res, error)));
+    });
+  }
+
+  listen(port: number): Promise<ApiGateway> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        this.port = (this.server.address() as AddressInfo).port;
+        resolve({ url: `http://127.0.0.1:${this.port}`, port: this.port, close: () => this.close() });
+      });
+    });
+  }
+
+  private async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    await Promise.all([...this.running]);
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  /** Routing, then body, then authorizer, then the integration: the order API Gateway applies them in. */
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const scope: RequestScope = { requestId: randomUUID(), receivedAt: Date.now() };
+    const { rawPath, rawQuery } = splitUrl(req.url ?? '/');
+    const method = req.method ?? 'GET';
+    const match = matchRoute(this.routes, method, rawPath);
+    if (match.kind === 'not-found') {
+      req.resume();
+      return writeGatewayResponse(res, GATEWAY_RESPONSES.notFound, scope.requestId);
+    }
+    if (match.kind === 'method-not-allowed') {
+      req.resume();
+      const allow = { Allow: match.allowed.join(', ') };
+      return writeGatewayResponse(res, GATEWAY_RESPONSES.methodNotAllowed, scope.requestId, allow);
+    }
+
+    const body = await readBody(req, this.maxPayloadBytes);
+    if (body === 'too-large') return writeGatewayResponse(res, GATEWAY_RESPONSES.requestTooLarge, scope.requestId);
+
+    const { route } = match.compiled;
+    let authorizerContext: Record<string, string | number> | null = null;
+    if (route.authorizer) {
+      const outcome = await authorize(route.authorizer, {
+        authorizationHeader: headerValue(req.headers as Record<string, string | undefined>, 'authorization'),
+        methodArn: this.methodArn(method, rawPath),
+        functionTimeoutMs: this.functionTimeoutMs,
+        cache: this.authorizerCache,
+        log: this.log,
+        now: Date.now,
+      });
+      if (outcome.kind === 'unauthorized') {
+        return writeGatewayResponse(res, GATEWAY_RESPONSES.unauthorized, scope.requestId);
+      }
+      if (outcome.kind === 'forbidden') {
+        return writeGatewayResponse(res, GATEWAY_RESPONSES.accessDenied, scope.requestId);
+      }
+      if (outcome.kind === 'misconfigured') {
+        return writeGatewayResponse(res, GATEWAY_RESPONSES.authorizerConfiguration, scope.requestId);
+      }
+      authorizerContext = outcome.authorizerContext;
+    }
+
+    const request: GatewayRequest = {
+      method,
+      rawHeaders: req.rawHeaders,
+      rawPath,
+      rawQuery,
+      body,
+      sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+      serverPort: this.port,
+      receivedAt: scope.receivedAt,
+    };
+    const event = buildProxyEvent(request, {
+      requestId: scope.requestId,
+      resource: route.resource,
+      pathParameters: match.pathParameters,
+      authorizer: authorizerContext,
+      stage: LOCAL_STAGE,
+      apiId: LOCAL_API_ID,
+      accountId: LOCAL_ACCOUNT_ID,
+      binaryMediaTypes: this.binaryMediaTypes,
+    });
+    await this.integrate(route, event, scope, res);
+  }
+
+  /**
+   * Invokes the route's function and answers with its result, or with 502 when it fails or returns something
+   * API Gateway can't use, or with 504 when the integration timeout passes first. In the 504 case the handler keeps
+   * running, as the Lambda invocation does on AWS.
+   */
+  private async integrate(
+    route: Route,
+    event: Parameters<Route['handler']>[0],
+    scope: RequestScope,
+    res: ServerResponse,
+  ): Promise<void> {
+    const functionName = route.functionName ?? defaultFunctionName(route);
+    const invocation = invokeLambda(route.handler, event, {
+      functionName,
+      timeoutMs: route.timeoutMs ?? this.functionTimeoutMs,
+    });
+    this.track(invocation.finished);
+    const integrationTimeoutMs = route.integrationTimeoutMs ?? this.integrationTimeoutMs;
+    const outcome = await withTimeout(invocation.outcome, integrationTimeoutMs);
+    const logDetails = { functionName, requestId: scope.requestId, awsRequestId: invocation.context.awsRequestId };
+
+    if (outcome === 'timed-out') {
+      this.log.error(
+        `integration timed out after ${integrationTimeoutMs} ms; the handler is still running`,
+        logDetails,
+      );
+      return writeGatewayResponse(res, GATEWAY_RESPONSES.integrationTimeout, scope.requestId);
+    }
+    if (outcome.kind === 'threw') {
+      this.log.error('handler failed', { ...logDetails, error: outcome.error });
+      return writeGatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
+    }
+    if (outcome.kind === 'timed-out') {
+      this.log.error(`Task timed out after ${outcome.timeoutMs} ms`, logDetails);
+      return writeGatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
+    }
+    const malformed = malformedReason(outcome.value);
+    if (malformed) {
+      this.log.error(`Malformed Lambda proxy response: ${malformed}`, { ...logDetails, result: outcome.value });
+      return writeGatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
+    }
+    writeProxyResult(res, outcome.value as APIGatewayProxyResult, scope.requestId);
+  }
+
+  /** The ARN an authorizer's policy is checked against: stage, method, and the request's path (not the template). */
+  private methodArn(method: string, rawPath: string): string {
+    const path = rawPath.replace(/^\/+/, '');
+    return `arn:aws:execute-api:${LOCAL_REGION}:${LOCAL_ACCOUNT_ID}:${LOCAL_API_ID}/${LOCAL_STAGE}/${method}/${path}`;
+  }
+
+  private track(finished: Promise<void>): void {
+    this.running.add(finished);
+    void finished.then(() => this.running.delete(finished));
+  }
+
+  /** A bug in the emulator itself: log it, and answer like API Gateway's own internal error if still possible. */
+  private failUnexpectedly(res: ServerResponse, error: unknown): void {
+    this.log.error('local API Gateway failed', { error });
+    if (!res.headersSent) writeGatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, 'unknown');
+    else res.destroy();
+  }
+}
+
+function splitUrl(url: string): { rawPath: string; rawQuery: string } {
+  const queryStart = url.indexOf('?');
+  if (queryStart === -1) return { rawPath: url, rawQuery: '' };
+  return { rawPath: url.slice(0, queryStart), rawQuery: url.slice(queryStart + 1) };
+}
+
+/**
+ * Reads the whole body, or reports it too large without buffering the rest. The remainder is still drained, so the
+ * client gets the 413 instead of a connection reset mid-upload.
+ */
+function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large'> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = declared > maxBytes;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) tooLarge = true;
+      if (!tooLarge) chunks.push(chunk);
+    });
+    req.on('end', () => resolve(tooLarge ? 'too-large' : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T | 'timed-out'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timed-out'>((resolve) => {
+    timer = setTimeout(() => resolve('timed-out'), timeoutMs);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** `POST /payments/{id}` → `post-payments-id`, a readable Lambda-style name for logs and ARNs. */
+function defaultFunctionName(route: Route): string {
+  const words = `${route.method} ${route.resource}`.toLowerCase().match(/[a-z0-9]+/g) ?? [];
+  return words.join('-');
+}

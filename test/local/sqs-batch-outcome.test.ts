@@ -1,0 +1,48 @@
+import type { SQSRecord } from 'aws-lambda';
+import { recordsToDelete, settleBatch } from '../../lib/local/sqs-batch-outcome';
+
+const records = ['m-1', 'm-2', 'm-3'].map((messageId) => ({ messageId }) as SQSRecord);
+
+function deleted(value: unknown, reportBatchItemFailures = true): string[] {
+  const settlement = settleBatch({ kind: 'returned', value }, records, reportBatchItemFailures);
+  return recordsToDelete(settlement, records).map((record) => record.messageId);
+}
+
+describe('settleBatch', () => {
+  it.each([
+    ['undefined', undefined],
+    ['null', null],
+    ['an empty object', {}],
+    ['a null list', { batchItemFailures: null }],
+    ['an empty list', { batchItemFailures: [] }],
+  ])('treats %s as a complete success', (_name, value) => {
+    expect(deleted(value)).toEqual(['m-1', 'm-2', 'm-3']);
+  });
+
+  it('deletes all but the listed failures', () => {
+    expect(deleted({ batchItemFailures: [{ itemIdentifier: 'm-2' }] })).toEqual(['m-1', 'm-3']);
+  });
+
+  it.each([
+    ['an empty identifier', { batchItemFailures: [{ itemIdentifier: '' }] }],
+    ['a null identifier', { batchItemFailures: [{ itemIdentifier: null }] }],
+    ['a misspelt key', { batchItemFailures: [{ itemIdentifer: 'm-1' }] }],
+    ['an id from another batch', { batchItemFailures: [{ itemIdentifier: 'm-9' }] }],
+    ['a list that is not a list', { batchItemFailures: 'm-1' }],
+  ])('fails the whole batch on %s', (_name, value) => {
+    expect(deleted(value)).toEqual([]);
+  });
+
+  it('fails the whole batch on an error or a timeout', () => {
+    const threw = settleBatch({ kind: 'threw', error: new Error('x') }, records, true);
+    const timedOut = settleBatch({ kind: 'timed-out', timeoutMs: 100 }, records, true);
+
+    expect(recordsToDelete(threw, records)).toEqual([]);
+    expect(recordsToDelete(timedOut, records)).toEqual([]);
+    expect(timedOut).toEqual({ kind: 'all-failed', reason: 'Task timed out after 100 ms' });
+  });
+
+  it('ignores the response when ReportBatchItemFailures is off', () => {
+    expect(deleted({ batchItemFailures: [{ itemIdentifier: 'm-2' }] }, false)).toEqual(['m-1', 'm-2', 'm-3']);
+  });
+});
