@@ -18,6 +18,8 @@ async function main(): Promise<void> {
       `API listening on ${stack.apiUrl}`,
       `  sandbox processor  ${stack.processorUrl}  (GET /charges lists every charge)`,
       `  DynamoDB           ${stack.dynamoDbEndpoint}  tables ${stack.tables.idempotency}, ${stack.tables.payments}`,
+      `  SQS                ${stack.sqsEndpoint}  settlement queue ${stack.settlementQueue.queueUrl}`,
+      `  webhooks           ${stack.apiUrl}/webhooks/processor (signed by the sandbox processor)`,
       '',
       'API keys:',
       ...stack.apiKeys.map(({ apiKey, accountId }) => `  ${accountId}  ${apiKey}`),

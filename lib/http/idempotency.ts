@@ -30,6 +30,11 @@ export interface HttpIdempotencyOptions {
   /** The operation the key belongs to. Default: `POST /payments` from the method and resource template. */
   readonly operation?: (event: APIGatewayProxyEvent) => string;
   readonly headerName?: string;
+  /**
+   * Where the client's key comes from when it isn't the Idempotency-Key header: a webhook's event id in the parsed
+   * body, say. Return undefined for "missing" (a 400). Default: the header, parsed by `parseIdempotencyKey`.
+   */
+  readonly key?: (event: APIGatewayProxyEvent, context: Context) => string | undefined;
   /** Which handler responses are outcomes worth replaying. Default: 2xx, and 4xx except 408, 425 and 429. */
   readonly isStorable?: (statusCode: number) => boolean;
   /** Response headers kept with a stored response, besides Content-Type and Location. */
@@ -78,6 +83,7 @@ export function httpIdempotency(
 ): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency> {
   const { store } = options;
   const headerName = options.headerName ?? 'Idempotency-Key';
+  const keyOf = options.key;
   const accountIdOf = options.accountId ?? defaultAccountId;
   const operationOf = options.operation ?? defaultOperation;
   const isStorable = options.isStorable ?? defaultIsStorable;
@@ -104,7 +110,7 @@ export function httpIdempotency(
       }
       let key: string;
       try {
-        key = parseIdempotencyKey(header(event.headers, headerName));
+        key = parseIdempotencyKey(keyOf ? keyOf(event, request.context) : header(event.headers, headerName));
       } catch (error) {
         if (!(error instanceof InvalidKeyError)) throw error;
         const missing = error.reason === 'missing';

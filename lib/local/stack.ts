@@ -1,22 +1,30 @@
 import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ApiKeys, generateApiKey, parseApiKeyList } from '../payments/api-keys';
 import { dynamoDbConfig } from '../runtime/clients';
 import { numberEnv } from '../runtime/env';
 import { startSandbox } from '../sandbox/processor';
+import { sqsClient } from '../settlement/config';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ensureTable } from '../tables/ensure';
 import { type ApiGateway, type ProxyHandler, type Route, startApiGateway } from './api-gateway';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { freePort } from './free-port';
 import { consoleLog, type LocalLog } from './log';
+import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from './sqs';
+import { type SqsPoller, startSqsPoller } from './sqs-poller';
 
 type Env = Record<string, string | undefined>;
 
-/** Local Lambda timeouts, mirroring the deployed relation: integration < function < lease. */
+/** Local Lambda timeouts, mirroring the deployed relation: integration < function < lease < visibility timeout. */
 const API_FUNCTION_TIMEOUT_MS = 10_000;
 const INTEGRATION_TIMEOUT_MS = 9_000;
+const CONSUMER_TIMEOUT_MS = 10_000;
+/** Six times the consumer's timeout, as AWS advises for an SQS event source. */
+const SETTLEMENT_VISIBILITY_SECONDS = 60;
+const SETTLEMENT_MAX_RECEIVE_COUNT = 5;
 
 export interface LocalStackOptions {
   /** The environment to read settings from (default `process.env`); handlers see it merged into `process.env`. */
@@ -27,6 +35,8 @@ export interface LocalStackOptions {
 export interface LocalStack {
   readonly apiUrl: string;
   readonly processorUrl: string;
+  readonly sqsEndpoint: string;
+  readonly settlementQueue: QueueWithDlq;
   readonly dynamoDbEndpoint: string;
   /** API keys seeded at start: the ones given in LOCAL_API_KEYS, or two generated demo accounts. */
   readonly apiKeys: readonly { apiKey: string; accountId: string }[];
@@ -37,7 +47,9 @@ export interface LocalStack {
 /**
  * Starts the payments service on this machine, running the same handler code Lambda runs:
  * DynamoDB Local (unless `DYNAMODB_ENDPOINT` names one), the tables from the same definitions the CDK stack uses,
- * the sandbox processor (unless `PROCESSOR_URL` names one), and an emulated API Gateway with the Lambda authorizer.
+ * the sandbox processor and mailer (unless `PROCESSOR_URL` names one), SQS (unless `SQS_ENDPOINT` names one) with
+ * the settlement queue and its DLQ, an emulated API Gateway with the Lambda authorizer, and a poller that feeds the
+ * settlement consumer like Lambda's event source mapping.
  *
  * Each part can be given from outside, so a test can kill this process mid-request and start it again against the
  * same database and processor.
@@ -71,8 +83,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     const port = env.PORT ? Number(env.PORT) : 3000;
     const apiPort = port === 0 ? await freePort() : port;
+    env.PROCESSOR_WEBHOOK_SECRET ||= `whsec_${randomBytes(16).toString('hex')}`;
     if (!env.PROCESSOR_URL) {
-      env.PROCESSOR_WEBHOOK_SECRET ||= `whsec_${randomBytes(16).toString('hex')}`;
       const sandbox = await startSandbox({
         port: 0,
         webhookUrl: `http://127.0.0.1:${apiPort}/webhooks/processor`,
@@ -81,6 +93,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       stoppers.push(() => sandbox.close());
       env.PROCESSOR_URL = sandbox.url;
     }
+    env.MAILER_URL ||= env.PROCESSOR_URL; // the sandbox is the mailer too
+
+    const queues = await startQueues(env, log);
+    stoppers.push(queues.stop);
 
     const apiKeys = await seedApiKeys(DynamoDBDocumentClient.from(client), tables.payments, env.LOCAL_API_KEYS);
 
@@ -88,10 +104,14 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     Object.assign(process.env, env);
     const api = await startApi(apiPort, env, log);
     stoppers.push(() => api.close());
+    const consumer = await startConsumer(queues, env, log);
+    stoppers.push(() => consumer.stop());
 
     return {
       apiUrl: api.url,
       processorUrl: env.PROCESSOR_URL,
+      sqsEndpoint: queues.endpoint,
+      settlementQueue: queues.settlement,
       dynamoDbEndpoint: env.DYNAMODB_ENDPOINT,
       apiKeys,
       tables,
@@ -103,17 +123,65 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
 }
 
+interface Queues {
+  readonly endpoint: string;
+  readonly client: SQSClient;
+  readonly settlement: QueueWithDlq;
+  stop(): Promise<void>;
+}
+
+/** SQS: the emulator (unless SQS_ENDPOINT names a running one), and the settlement queue with its DLQ. */
+async function startQueues(env: Env, log: LocalLog): Promise<Queues> {
+  let stop: () => Promise<void> = async () => {};
+  let client: SQSClient;
+  if (env.SQS_ENDPOINT) {
+    client = sqsClient(env);
+  } else {
+    const sqs = await startLocalSqs();
+    env.SQS_ENDPOINT = sqs.endpoint;
+    client = sqs.client;
+    stop = () => sqs.close();
+  }
+  const settlement = await createQueueWithDlq(client, env.SETTLEMENT_QUEUE_NAME || 'keystone-local-settlement', {
+    maxReceiveCount: numberEnv('SETTLEMENT_MAX_RECEIVE_COUNT', SETTLEMENT_MAX_RECEIVE_COUNT, env),
+    visibilityTimeoutSeconds: numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env),
+  });
+  env.SETTLEMENT_QUEUE_URL = settlement.queueUrl;
+  log.info('settlement queue ready', { queueUrl: settlement.queueUrl, dlqUrl: settlement.dlqUrl });
+  return { endpoint: env.SQS_ENDPOINT, client, settlement, stop };
+}
+
+/** The settlement consumer, fed by a poller that stands in for Lambda's SQS event source mapping. */
+async function startConsumer(queues: Queues, env: Env, log: LocalLog): Promise<SqsPoller> {
+  const consumer = await import('../../functions/settlement-consumer');
+  return startSqsPoller({
+    client: queues.client,
+    queueUrl: queues.settlement.queueUrl,
+    queueArn: queues.settlement.queueArn,
+    handler: consumer.handler,
+    functionName: 'settlement-consumer',
+    functionTimeoutMs: Math.min(
+      numberEnv('CONSUMER_FUNCTION_TIMEOUT_MS', CONSUMER_TIMEOUT_MS, env),
+      numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env) * 1000,
+    ),
+    log,
+  });
+}
+
 async function startApi(port: number, env: Env, log: LocalLog): Promise<ApiGateway> {
-  const [create, get, authorizer] = await Promise.all([
+  const [create, get, authorizer, webhook] = await Promise.all([
     import('../../functions/payments-create'),
     import('../../functions/payments-get'),
     import('../../functions/authorizer'),
+    import('../../functions/webhook-receiver'),
   ]);
   const timeoutMs = numberEnv('API_FUNCTION_TIMEOUT_MS', API_FUNCTION_TIMEOUT_MS, env);
   const auth = { handler: authorizer.handler, functionName: 'authorizer' };
   const routes: Route[] = [
     { method: 'POST', resource: '/payments', handler: asProxyHandler(create.handler), authorizer: auth, timeoutMs },
     { method: 'GET', resource: '/payments/{id}', handler: asProxyHandler(get.handler), authorizer: auth, timeoutMs },
+    // No authorizer: the processor authenticates with its HMAC signature, checked in the handler.
+    { method: 'POST', resource: '/webhooks/processor', handler: asProxyHandler(webhook.handler), timeoutMs },
   ];
   return startApiGateway({
     port,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { EffectItem } from '../engine/store';
+import { compareAndSetItem } from '../natural/compare-and-set';
 
 /** A payment as the API shows it. */
 export interface Payment {
@@ -53,6 +54,21 @@ export class PaymentsStore {
         ConditionExpression: 'attribute_not_exists(pk)',
       },
     };
+  }
+
+  /**
+   * Settling as a transaction item: a compare-and-set from `succeeded` to `settled`, so it changes the payment once
+   * and fails its condition (rather than overwriting `settled_at`) on any repeat.
+   */
+  settlePayment(accountId: string, paymentId: string, settledAt: string): EffectItem {
+    return compareAndSetItem({
+      TableName: this.tableName,
+      Key: paymentKey(accountId, paymentId),
+      attribute: 'status',
+      expected: 'succeeded',
+      next: 'settled',
+      set: { settled_at: settledAt },
+    });
   }
 
   async getPayment(accountId: string, paymentId: string): Promise<Payment | undefined> {

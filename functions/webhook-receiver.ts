@@ -1,0 +1,56 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { systemClock } from '../lib/engine/clock';
+import { problemErrorHandler } from '../lib/http/error-handler';
+import { httpIdempotency } from '../lib/http/idempotency';
+import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
+import { idempotencyStore } from '../lib/payments/config';
+import { secretFromEnv } from '../lib/runtime/secrets';
+import { settlementQueueUrl, sqsClient } from '../lib/settlement/config';
+import { ChargeSucceededEvent } from '../lib/settlement/event';
+import { verifyWebhookSignature } from '../lib/webhooks/verify-middleware';
+
+/**
+ * POST /webhooks/processor: verify the signature (401), validate the event (400), dedupe on the event id, enqueue it
+ * for settlement, and answer 200 fast. A resent event replays the stored 200 without enqueueing again; an enqueue
+ * that fails releases the id so the processor's retry enqueues it (the consumer dedupes on the id too).
+ */
+const logger = new Logger({ serviceName: 'webhooks' });
+const store = idempotencyStore();
+const sqs = sqsClient();
+const queueUrl = settlementQueueUrl();
+const secret = secretFromEnv('PROCESSOR_WEBHOOK_SECRET');
+
+type WebhookContext = Context & WithBody<ChargeSucceededEvent>;
+
+async function receiveWebhook(_event: APIGatewayProxyEvent, context: WebhookContext): Promise<APIGatewayProxyResult> {
+  const event = context.body;
+  await sqs.send(
+    new SendMessageCommand({
+      QueueUrl: queueUrl,
+      MessageBody: JSON.stringify(event),
+      MessageAttributes: { event_id: { DataType: 'String', StringValue: event.id } },
+    }),
+  );
+  return {
+    statusCode: 200,
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ received: event.id }),
+  };
+}
+
+export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, WebhookContext>(receiveWebhook)
+  .use(problemErrorHandler({ logger }))
+  .use(verifyWebhookSignature({ secret, clock: systemClock }))
+  .use(validateJsonBody(ChargeSucceededEvent))
+  .use(
+    httpIdempotency({
+      store,
+      logger,
+      // The processor is the caller and the event id is its idempotency key.
+      accountId: () => 'processor',
+      key: (_event, context) => (context as WebhookContext).body.id,
+    }),
+  );

@@ -1,0 +1,20 @@
+import { z } from 'zod';
+
+/**
+ * The processor's `charge.succeeded` webhook event, as much of it as we rely on. Unknown fields are allowed here,
+ * unlike in our own API: a provider adds fields over time, and rejecting its events for that would lose them.
+ */
+export const ChargeSucceededEvent = z.object({
+  id: z.string().regex(/^evt_[A-Za-z0-9_]+$/, 'id must be an event id (evt_...)'),
+  type: z.literal('charge.succeeded'),
+  created: z.number().int().nonnegative(),
+  data: z.object({
+    object: z.object({
+      id: z.string().min(1),
+      amount: z.number().int().positive(),
+      currency: z.string().min(3),
+      metadata: z.object({ payment_id: z.string().min(1), account_id: z.string().min(1) }),
+    }),
+  }),
+});
+export type ChargeSucceededEvent = z.infer<typeof ChargeSucceededEvent>;

@@ -1,0 +1,40 @@
+import type middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { Clock } from '../engine/clock';
+import { header, rawBody } from '../http/headers';
+import { problemResponse } from '../http/problem';
+import { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, verifySignature } from './signature';
+
+export interface VerifyWebhookOptions {
+  /** The shared secret; a function so it can be fetched once (Secrets Manager) and cached. */
+  readonly secret: () => Promise<string>;
+  readonly clock: Clock;
+  readonly toleranceSeconds?: number;
+}
+
+/**
+ * Rejects a webhook whose signature is missing, forged or stale with 401, before its body is parsed or anything is
+ * stored: an unauthenticated request must not be able to claim an event id.
+ */
+export function verifyWebhookSignature(
+  options: VerifyWebhookOptions,
+): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
+  return {
+    before: async function verifyWebhookSignatureBefore(request) {
+      const verdict = verifySignature({
+        header: header(request.event.headers, SIGNATURE_HEADER),
+        rawBody: rawBody(request.event) ?? '',
+        secret: await options.secret(),
+        nowSeconds: Math.floor(options.clock.now() / 1000),
+        toleranceSeconds: options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
+      });
+      if (verdict.ok) return undefined;
+      return problemResponse({
+        type: 'invalid-signature',
+        title: 'Invalid webhook signature',
+        status: 401,
+        detail: `The ${SIGNATURE_HEADER} header is ${verdict.reason === 'stale' ? 'too old or too far in the future' : verdict.reason}.`,
+      });
+    },
+  };
+}
