@@ -1,0 +1,68 @@
+import { IdempotencyError } from '../engine/errors';
+
+/**
+ * Root of the SQS adapter's errors. A record that must go back to the queue is failed by throwing one of these
+ * from the record handler (that is how Powertools' batch processor learns of it), so each names why.
+ */
+export class SqsIdempotencyError extends IdempotencyError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SqsIdempotencyError';
+  }
+}
+
+/** The record yielded no usable idempotency key (missing attribute, unparsable body, empty or too long a key). */
+export class InvalidRecordKeyError extends SqsIdempotencyError {
+  constructor(
+    readonly messageId: string,
+    reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`message ${messageId} has no usable idempotency key: ${reason}`, options);
+    this.name = 'InvalidRecordKeyError';
+  }
+}
+
+/**
+ * Another consumer holds a live lease on this record's key. The record is failed, not acknowledged: the original
+ * might still fail, and then this delivery is the one that carries the work. Redelivered, it replays or takes over.
+ */
+export class RecordInFlightError extends SqsIdempotencyError {
+  constructor(
+    readonly key: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(`another consumer is processing ${key}; the message will be redelivered`);
+    this.name = 'RecordInFlightError';
+  }
+}
+
+/** The key was used for a message with another body (only when bodies are fingerprinted). */
+export class RecordMismatchError extends SqsIdempotencyError {
+  constructor(readonly key: string) {
+    super(`${key} was already used for a message with a different body`);
+    this.name = 'RecordMismatchError';
+  }
+}
+
+/**
+ * This consumer's lease ran out and another consumer took the key over before the commit: fencing rejected the
+ * commit and none of the staged effects were written. The redelivery replays the new owner's result or retries.
+ */
+export class RecordFencedError extends SqsIdempotencyError {
+  constructor(
+    readonly key: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`the lease on ${key} was taken over before the commit; nothing was written`, options);
+    this.name = 'RecordFencedError';
+  }
+}
+
+/** More effects staged than one TransactWriteItems can carry next to the key's completion. */
+export class TooManyEffectsError extends SqsIdempotencyError {
+  constructor(readonly limit: number) {
+    super(`at most ${limit} effect items can commit with one record (one transaction)`);
+    this.name = 'TooManyEffectsError';
+  }
+}

@@ -1,0 +1,70 @@
+import type { SQSRecord } from 'aws-lambda';
+import { fingerprint } from '../engine/fingerprint';
+import { MAX_KEY_LENGTH, scopedKey } from '../engine/key';
+import { InvalidRecordKeyError } from './errors';
+import { byMessageId, type RecordKeySource } from './record-key';
+
+/** How a consumer names its records. */
+export interface RecordIdentityOptions {
+  /** The consumer's name, e.g. `orders-fulfilment`: the operation the keys are scoped to. */
+  readonly name: string;
+  /**
+   * The engine scopes every key to an account; a queue consumer has none, so it uses a fixed scope: by default its
+   * name. Give another (a tenant, a bounded context) to share keys between consumers or to keep them apart.
+   */
+  readonly scope?: string;
+  /** Where the key comes from. Default {@link byMessageId}. */
+  readonly key?: RecordKeySource;
+  /**
+   * Also compare bodies: a key that comes back with a different body is then a mismatch. Off by default, because
+   * with a business key a producer that re-sends the same event with a re-rendered body (a new timestamp, a new
+   * trace id) is still sending the same event, and a mismatch is a failure that would loop into the DLQ.
+   * JSON bodies are compared canonically (member order and whitespace don't count).
+   *
+   * Changing this on a live consumer changes stored fingerprints: until records expire (24 h by default), keys
+   * claimed under the old setting come back as mismatches.
+   */
+  readonly fingerprintBody?: boolean;
+}
+
+/** A record's identity for the engine: its scoped key and the fingerprint stored with it. */
+export interface RecordIdentity {
+  /** The key as stored: scope, consumer name and the record's own key. */
+  readonly key: string;
+  readonly fingerprint: string;
+}
+
+/**
+ * Derives the stored key and the fingerprint of a record.
+ *
+ * @example
+ * const { key, fingerprint } = recordIdentity(record, { name: 'orders', key: byBodyField('orderId') });
+ *
+ * @throws {InvalidRecordKeyError} the key source threw, or gave an empty or too long key.
+ */
+export function recordIdentity(record: SQSRecord, options: RecordIdentityOptions): RecordIdentity {
+  const source = options.key ?? byMessageId;
+  let ownKey: string;
+  try {
+    ownKey = source(record);
+  } catch (error) {
+    throw new InvalidRecordKeyError(record.messageId, error instanceof Error ? error.message : String(error), {
+      cause: error,
+    });
+  }
+  if (typeof ownKey !== 'string' || ownKey.length === 0) {
+    throw new InvalidRecordKeyError(record.messageId, 'the key is empty');
+  }
+  if (ownKey.length > MAX_KEY_LENGTH) {
+    throw new InvalidRecordKeyError(record.messageId, `the key is longer than ${MAX_KEY_LENGTH} characters`);
+  }
+  const key = scopedKey({ accountId: options.scope ?? options.name, operation: options.name, key: ownKey });
+  return {
+    key,
+    // Under one key, the fingerprint decides "same message or not". By default that is the key itself: every
+    // delivery under the key is the same work. With fingerprintBody, the body must match too.
+    fingerprint: options.fingerprintBody
+      ? fingerprint({ operation: options.name, body: record.body })
+      : fingerprint({ operation: options.name, body: ownKey, contentType: 'text/plain' }),
+  };
+}

@@ -1,0 +1,27 @@
+/**
+ * The SQS adapter: exactly-once effects from at-least-once delivery, on the idempotency engine and Powertools'
+ * batch processor.
+ */
+export {
+  InvalidRecordKeyError,
+  RecordFencedError,
+  RecordInFlightError,
+  RecordMismatchError,
+  SqsIdempotencyError,
+  TooManyEffectsError,
+} from './errors';
+export {
+  makeSqsIdempotentHandler,
+  type SqsIdempotentHandler,
+  type SqsIdempotentHandlerOptions,
+  type SqsLogger,
+} from './handler';
+export { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity';
+export {
+  type ProcessRecordOptions,
+  processRecordIdempotently,
+  type RecordOutcome,
+  type SqsRecordFunction,
+} from './process-record';
+export { MAX_STAGED_EFFECTS, type SqsRecordContext } from './record-context';
+export { byBodyField, byMessageAttribute, byMessageId, type RecordKeySource } from './record-key';

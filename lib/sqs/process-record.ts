@@ -1,0 +1,143 @@
+import type { Context, SQSRecord } from 'aws-lambda';
+import { LeaseLostError } from '../engine/errors';
+import type { Lease } from '../engine/record';
+import type { IdempotencyStore } from '../engine/store';
+import { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity';
+import { EffectStage, type SqsRecordContext } from './record-context';
+import { summaryOf, summaryResponse } from './summary';
+
+/** The function that does a record's work. What it returns is stored, as JSON, and handed back on replays. */
+export type SqsRecordFunction<TSummary> = (record: SQSRecord, context: SqsRecordContext) => Promise<TSummary>;
+
+export interface ProcessRecordOptions<TSummary> extends RecordIdentityOptions {
+  readonly process: SqsRecordFunction<TSummary>;
+  /**
+   * When another consumer holds the key, wait up to this long for it to finish (and replay its result) before
+   * answering `in_flight`. Default 0. Waiting holds up the batch: keep it well inside the function's timeout.
+   */
+  readonly inFlightWaitMs?: number;
+  readonly lambdaContext?: Context;
+}
+
+/**
+ * What became of one record. Expected cases are values; only the unexpected (the store unreachable, no usable key)
+ * throws.
+ *
+ * - `committed`: the function ran and its staged effects committed with the key's completion.
+ * - `replay`: the key was already completed; the function did not run. `summary` is the stored one.
+ * - `in_flight`: another consumer holds a live lease on the key; the function did not run.
+ * - `mismatch`: the key was used for a message with another body (only with `fingerprintBody`).
+ * - `fenced`: the function ran, but this lease was taken over before the commit; nothing was written.
+ * - `failed`: the function (or the commit) threw; nothing was written, and the key was released (`released`) so
+ *   that a redelivery takes it over at once, under the same downstream key.
+ */
+export type RecordOutcome<TSummary> =
+  | {
+      readonly kind: 'committed';
+      readonly key: string;
+      readonly summary: TSummary;
+      readonly downstreamKey: string;
+      readonly attempt: number;
+    }
+  | { readonly kind: 'replay'; readonly key: string; readonly summary: TSummary }
+  | { readonly kind: 'in_flight'; readonly key: string; readonly retryAfterMs: number }
+  | { readonly kind: 'mismatch'; readonly key: string }
+  | { readonly kind: 'fenced'; readonly key: string; readonly error: LeaseLostError }
+  | { readonly kind: 'failed'; readonly key: string; readonly error: unknown; readonly released: boolean };
+
+/**
+ * Processes one SQS record at most once per key: claim the key, run the function, commit its staged effects with
+ * the key's completion (or release the key if it threw). The building block of {@link makeSqsIdempotentHandler};
+ * use it directly to drive records your own way.
+ *
+ * @example
+ * const outcome = await processRecordIdempotently(store, record, {
+ *   name: 'orders-fulfilment',
+ *   key: byBodyField('orderId'),
+ *   process: async (record, ctx) => {
+ *     const order = JSON.parse(record.body);
+ *     await warehouse.reserve(order, { idempotencyKey: ctx.downstreamKey });
+ *     ctx.stage({ Put: { TableName: 'orders', Item: { pk: `ORDER#${order.orderId}`, sk: 'RESERVED' } } });
+ *     return { reserved: order.items.length };
+ *   },
+ * });
+ * if (outcome.kind === 'replay') console.log('already done', outcome.summary);
+ *
+ * @throws {InvalidRecordKeyError} the record has no usable key.
+ */
+export async function processRecordIdempotently<TSummary>(
+  store: IdempotencyStore,
+  record: SQSRecord,
+  options: ProcessRecordOptions<TSummary>,
+): Promise<RecordOutcome<TSummary>> {
+  return processIdentifiedRecord(store, record, recordIdentity(record, options), options);
+}
+
+/** {@link processRecordIdempotently} for a record whose identity is already known (the batch handler needs it first). */
+export async function processIdentifiedRecord<TSummary>(
+  store: IdempotencyStore,
+  record: SQSRecord,
+  identity: RecordIdentity,
+  options: ProcessRecordOptions<TSummary>,
+): Promise<RecordOutcome<TSummary>> {
+  const { key } = identity;
+  const claimed = await store.claim(key, identity.fingerprint, { waitMs: options.inFlightWaitMs ?? 0 });
+  switch (claimed.kind) {
+    case 'replay':
+      return { kind: 'replay', key, summary: summaryOf<TSummary>(claimed.response) };
+    case 'in_flight':
+      return { kind: 'in_flight', key, retryAfterMs: claimed.retryAfterMs };
+    case 'mismatch':
+      return { kind: 'mismatch', key };
+  }
+  const { lease } = claimed;
+  const stage = new EffectStage();
+  let summary: TSummary;
+  let effects: ReturnType<EffectStage['seal']>;
+  let response: ReturnType<typeof summaryResponse>;
+  try {
+    summary = await options.process(record, {
+      record,
+      key,
+      downstreamKey: lease.downstreamKey,
+      attempt: lease.attempt,
+      receiveCount: Number(record.attributes.ApproximateReceiveCount ?? 1),
+      lease,
+      lambdaContext: options.lambdaContext,
+      stage: (...items) => stage.stage(items),
+    });
+    effects = stage.seal();
+    response = summaryResponse(summary);
+  } catch (error) {
+    stage.seal();
+    return failed(store, lease, error);
+  }
+  try {
+    await store.commit(lease, response, effects);
+  } catch (error) {
+    // Fenced: another owner holds the key now; it is not ours to release, and nothing of ours was written.
+    if (error instanceof LeaseLostError) return { kind: 'fenced', key, error };
+    return failed(store, lease, error);
+  }
+  return { kind: 'committed', key, summary, downstreamKey: lease.downstreamKey, attempt: lease.attempt };
+}
+
+/**
+ * Gives the key back after a failure, so the redelivery takes it over at once rather than waiting out the lease.
+ * The record keeps its downstream key: whatever this attempt did outside is found again under the same key.
+ * Release is conditioned on still owning an in-progress record, so after a commit whose reply was lost (but which
+ * did commit) it changes nothing.
+ */
+async function failed(
+  store: IdempotencyStore,
+  lease: Lease,
+  error: unknown,
+): Promise<Extract<RecordOutcome<never>, { kind: 'failed' }>> {
+  let released = false;
+  try {
+    released = await store.release(lease);
+  } catch {
+    // Unreachable store: the lease runs out instead, and the redelivery takes the key over then.
+  }
+  return { kind: 'failed', key: lease.key, error, released };
+}
