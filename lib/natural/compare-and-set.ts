@@ -69,7 +69,9 @@ export async function compareAndSet<T extends Item = Item>(
  * `expected`, the whole transaction is cancelled (the engine reports `EffectConditionFailedError` with the item).
  *
  * @example
- * ctx.stage(compareAndSetItem({ TableName: 'payments', Key, attribute: 'status', expected: 'succeeded', next: 'settled' }));
+ * ctx.stage(
+ *   compareAndSetItem({ TableName: 'payments', Key, attribute: 'status', expected: 'succeeded', next: 'settled' }),
+ * );
  */
 export function compareAndSetItem(input: CompareAndSetInput): EffectItem {
   return { Update: compareAndSetUpdate(input) };

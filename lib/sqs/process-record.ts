@@ -73,7 +73,10 @@ export async function processRecordIdempotently<TSummary>(
   return processIdentifiedRecord(store, record, recordIdentity(record, options), options);
 }
 
-/** {@link processRecordIdempotently} for a record whose identity is already known (the batch handler needs it first). */
+/**
+ * {@link processRecordIdempotently} for a record whose identity is already known: the batch handler needs the key
+ * first, to run records that share it one after the other.
+ */
 export async function processIdentifiedRecord<TSummary>(
   store: IdempotencyStore,
   record: SQSRecord,
