@@ -1,0 +1,80 @@
+import { z } from 'zod';
+import { invalidBody } from './errors';
+
+/**
+ * Injected faults: the failures a real processor produces at random, on demand and in order. A fault applies to
+ * the request that would do the work (the first one with a given key); replays are served from the processor's
+ * idempotency memory and never consume one, so a fault always lands on an attempt to charge (or to send).
+ */
+
+/** Which endpoint family a fault targets. */
+export const FaultTarget = { charges: 'charges', emails: 'emails' } as const;
+export type FaultTarget = (typeof FaultTarget)[keyof typeof FaultTarget];
+
+/** The longest injectable delay: long enough for any timeout test, short enough not to hang a run. */
+const MAX_DELAY_MS = 120_000;
+const MAX_COUNT = 1000;
+
+const common = {
+  count: z.number().int().min(1).max(MAX_COUNT).default(1),
+  target: z.enum([FaultTarget.charges, FaultTarget.emails]).default(FaultTarget.charges),
+};
+
+const faultSchema = z.discriminatedUnion('mode', [
+  /** Wait `ms` before doing the work; the work is done after the wait even if the client has hung up. */
+  z.strictObject({ mode: z.literal('delay'), ms: z.number().int().min(0).max(MAX_DELAY_MS), ...common }),
+  /** Answer 503 without doing the work, as an overloaded front door would. */
+  z.strictObject({ mode: z.literal('error_503'), ...common }),
+  /** Do the work, then destroy the socket without answering: the client cannot tell whether it happened. */
+  z.strictObject({ mode: z.literal('drop_after_charge'), ...common }),
+]);
+
+/** A fault as requested through `POST /__faults`, with its defaults applied. */
+export type FaultSpec = z.infer<typeof faultSchema>;
+
+/** The fault one request draws: the spec without its bookkeeping. */
+export type Fault =
+  | { readonly mode: 'delay'; readonly ms: number }
+  | { readonly mode: 'error_503' }
+  | { readonly mode: 'drop_after_charge' };
+
+/** A pending fault and how many more requests it will hit. */
+export type PendingFault = FaultSpec & { readonly remaining: number };
+
+/** Validates a `POST /__faults` body; anything else is a 400 that says what was wrong. */
+export function parseFault(body: unknown): FaultSpec {
+  const parsed = faultSchema.safeParse(body);
+  if (!parsed.success) throw invalidBody('fault', parsed.error);
+  return parsed.data;
+}
+
+/** The queue of pending faults: first in, first drawn, each for `count` requests of its target. */
+export class FaultQueue {
+  #pending: { spec: FaultSpec; remaining: number }[] = [];
+
+  add(spec: FaultSpec): void {
+    this.#pending.push({ spec, remaining: spec.count });
+  }
+
+  /** Draws the next fault for `target`, if any, and uses up one of its requests. */
+  take(target: FaultTarget): Fault | undefined {
+    const index = this.#pending.findIndex((pending) => pending.spec.target === target);
+    const pending = this.#pending[index];
+    if (!pending) return undefined;
+    pending.remaining -= 1;
+    if (pending.remaining === 0) this.#pending.splice(index, 1);
+    return toFault(pending.spec);
+  }
+
+  list(): PendingFault[] {
+    return this.#pending.map(({ spec, remaining }) => ({ ...spec, remaining }));
+  }
+
+  clear(): void {
+    this.#pending = [];
+  }
+}
+
+function toFault(spec: FaultSpec): Fault {
+  return spec.mode === 'delay' ? { mode: 'delay', ms: spec.ms } : { mode: spec.mode };
+}

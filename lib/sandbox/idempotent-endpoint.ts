@@ -1,0 +1,113 @@
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import canonicalize from 'canonicalize';
+import { ErrorType, invalidRequest, SandboxApiError } from './errors';
+import type { Fault, FaultQueue, FaultTarget } from './faults';
+import { headerValue, sendJson } from './http';
+import type { IdempotencyLedger } from './idempotency-ledger';
+
+/** The header a client sends its key in, and the one that marks a replayed answer (both Stripe's names). */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+export const REPLAYED_HEADER = 'Idempotent-Replayed';
+
+/** Stripe's limit on a key's length. */
+const MAX_KEY_LENGTH = 255;
+
+/** A response as the processor remembers it under a key: replays send exactly this again. */
+export interface StoredResponse {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** What an idempotent endpoint (charges, emails) shares: its key space, the faults, and the sandbox lifetime. */
+export interface IdempotentEndpoint {
+  readonly ledger: IdempotencyLedger<StoredResponse>;
+  readonly faults: FaultQueue;
+  readonly target: FaultTarget;
+  /** Aborted when the sandbox closes, so that an injected delay does not outlive it. */
+  readonly signal: AbortSignal;
+}
+
+/** One request to an idempotent endpoint, already validated. */
+export interface IdempotentRequest {
+  readonly key: string;
+  /** The canonical hash of the request body: "same body" means same JSON, whatever the key order or spacing. */
+  readonly fingerprint: string;
+  /** Does the work (records the charge or the email) and returns the response to remember. */
+  readonly perform: () => StoredResponse;
+}
+
+interface Attempt {
+  readonly response: StoredResponse;
+  readonly remember: boolean;
+  /** Destroy the socket instead of answering (the `drop_after_charge` fault). */
+  readonly hangUp: boolean;
+}
+
+/** The `Idempotency-Key` header, required on every idempotent endpoint. */
+export function requireIdempotencyKey(req: IncomingMessage): string {
+  const key = headerValue(req, IDEMPOTENCY_KEY_HEADER)?.trim();
+  if (!key) throw invalidRequest(`The ${IDEMPOTENCY_KEY_HEADER} header is required on this endpoint.`);
+  if (key.length > MAX_KEY_LENGTH) {
+    throw invalidRequest(`The ${IDEMPOTENCY_KEY_HEADER} header is limited to ${MAX_KEY_LENGTH} characters.`);
+  }
+  return key;
+}
+
+/** A stable hash of a parsed JSON body. */
+export function fingerprintBody(body: unknown): string {
+  return createHash('sha256')
+    .update(canonicalize(body) ?? '')
+    .digest('hex');
+}
+
+/**
+ * Serves one request through the endpoint's ledger: the first request with a key draws the next fault and does
+ * the work; later ones replay its response (with `Idempotent-Replayed: true`) or are refused for a different body.
+ *
+ * The work never looks at the socket: a client that hangs up mid-request still gets its charge made, exactly as
+ * with a real processor, and only the answer is lost.
+ */
+export async function serveIdempotently(
+  res: ServerResponse,
+  endpoint: IdempotentEndpoint,
+  request: IdempotentRequest,
+): Promise<void> {
+  const outcome = await endpoint.ledger.run(request.key, request.fingerprint, () =>
+    attempt(endpoint.faults.take(endpoint.target), request.perform, endpoint.signal),
+  );
+  switch (outcome.kind) {
+    case 'mismatch':
+      throw new SandboxApiError(
+        400,
+        ErrorType.idempotency,
+        'Keys for idempotent requests can only be used with the same parameters they were first used with.',
+      );
+    case 'replayed':
+      sendJson(res, outcome.response.status, outcome.response.body, { [REPLAYED_HEADER]: 'true' });
+      return;
+    case 'executed':
+      if (outcome.execution.hangUp) res.destroy();
+      else sendJson(res, outcome.execution.response.status, outcome.execution.response.body);
+      return;
+  }
+}
+
+async function attempt(fault: Fault | undefined, perform: () => StoredResponse, signal: AbortSignal): Promise<Attempt> {
+  // A waiter inheriting a key released by a close-cancelled delay must not charge on a sandbox that has closed.
+  signal.throwIfAborted();
+  if (fault?.mode === 'error_503') {
+    // Nothing was done, so nothing is remembered: a retry with the same key must be free to do the work.
+    return { response: serviceUnavailable(), remember: false, hangUp: false };
+  }
+  if (fault?.mode === 'delay') await sleep(fault.ms, undefined, { signal });
+  return { response: perform(), remember: true, hangUp: fault?.mode === 'drop_after_charge' };
+}
+
+function serviceUnavailable(): StoredResponse {
+  return {
+    status: 503,
+    body: { error: { type: ErrorType.api, message: 'The sandbox is unavailable (injected fault). Retry later.' } },
+  };
+}

@@ -1,0 +1,152 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { buildCharge, type Charge, declineBody, isDeclined, parseChargeRequest } from './charges';
+import { buildEmail, type Email, parseEmailRequest } from './emails';
+import { internalErrorBody, invalidBody, invalidRequest, SandboxApiError } from './errors';
+import { chargeSucceeded, type ProcessorEvent } from './events';
+import { type FaultQueue, parseFault } from './faults';
+import { readJson, sendJson } from './http';
+import {
+  fingerprintBody,
+  type IdempotentEndpoint,
+  requireIdempotencyKey,
+  type StoredResponse,
+  serveIdempotently,
+} from './idempotent-endpoint';
+import type { WebhookSender } from './webhook-sender';
+
+/**
+ * The sandbox's HTTP surface. `/v1/*` is what a client of the real processor or mailer calls; the other routes
+ * are the sandbox's own controls and witnesses (what was charged, sent, emitted; which faults are pending).
+ *
+ *   POST   /v1/charges          Idempotency-Key + {amount, currency, source, metadata?}   201 | 402 | 400 | 503
+ *   POST   /v1/emails           Idempotency-Key + {to, subject, text, metadata?}          201 | 400 | 503
+ *   GET    /charges             successful charges only (a decline moved no money)
+ *   GET    /emails              emails sent
+ *   GET    /events              events emitted (charge.succeeded)
+ *   POST   /__faults            {mode: delay|error_503|drop_after_charge, ms?, count?, target?: charges|emails}
+ *   GET    /__faults            pending faults;  DELETE /__faults clears them
+ *   POST   /__webhooks/resend   {event_id, times?}: concurrent, single-attempt redeliveries and their statuses
+ */
+
+/** Everything the routes read and change: one sandbox's in-memory world. */
+export interface SandboxContext {
+  readonly charges: Charge[];
+  readonly emails: Email[];
+  readonly events: ProcessorEvent[];
+  readonly faults: FaultQueue;
+  readonly chargeEndpoint: IdempotentEndpoint;
+  readonly emailEndpoint: IdempotentEndpoint;
+  /** Absent when no webhook URL was configured: events are still recorded, just not delivered. */
+  readonly webhooks: WebhookSender | undefined;
+  readonly nowSeconds: () => number;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+/** The most deliveries one resend may ask for: enough to provoke any race, too few to flood a receiver. */
+const MAX_RESEND_TIMES = 100;
+
+const resendSchema = z.strictObject({
+  event_id: z.string().min(1),
+  times: z.number().int().min(1).max(MAX_RESEND_TIMES).default(1),
+});
+
+/** The route table, keyed by `METHOD /path`. */
+export function sandboxRoutes(context: SandboxContext): Record<string, Handler> {
+  return {
+    'POST /v1/charges': (req, res) => createCharge(context, req, res),
+    'GET /charges': async (_req, res) => sendJson(res, 200, context.charges),
+    'POST /v1/emails': (req, res) => sendEmail(context, req, res),
+    'GET /emails': async (_req, res) => sendJson(res, 200, context.emails),
+    'GET /events': async (_req, res) => sendJson(res, 200, context.events),
+    'POST /__faults': (req, res) => addFault(context, req, res),
+    'GET /__faults': async (_req, res) => sendJson(res, 200, context.faults.list()),
+    'DELETE /__faults': async (_req, res) => {
+      context.faults.clear();
+      sendJson(res, 200, context.faults.list());
+    },
+    'POST /__webhooks/resend': (req, res) => resendWebhook(context, req, res),
+  };
+}
+
+/**
+ * Routes one request and maps any error onto a response: a {@link SandboxApiError} as itself, anything else as a
+ * bare 500 (no message or stack leaves the process).
+ */
+export function routeRequest(routes: Record<string, Handler>): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    void dispatch(routes, req, res);
+  };
+}
+
+async function dispatch(routes: Record<string, Handler>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const path = new URL(req.url ?? '/', 'http://sandbox').pathname;
+  const handler = routes[`${req.method} ${path}`];
+  try {
+    if (!handler) throw invalidRequest(`Unrecognized request URL (${req.method}: ${path}).`, 404);
+    await handler(req, res);
+  } catch (error) {
+    if (error instanceof SandboxApiError) sendJson(res, error.statusCode, error.toBody());
+    else sendJson(res, 500, internalErrorBody());
+  }
+}
+
+async function createCharge(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const key = requireIdempotencyKey(req);
+  const body = await readJson(req);
+  const request = parseChargeRequest(body);
+  await serveIdempotently(res, context.chargeEndpoint, {
+    key,
+    fingerprint: fingerprintBody(body),
+    perform: () => {
+      if (isDeclined(request)) return { status: 402, body: declineBody() };
+      return { status: 201, body: recordCharge(context, buildCharge(request, key, context.nowSeconds())) };
+    },
+  });
+}
+
+/** Keeps a new charge and announces it; the webhook goes out in the background. */
+function recordCharge(context: SandboxContext, charge: Charge): Charge {
+  context.charges.push(charge);
+  const event = chargeSucceeded(charge, context.nowSeconds());
+  context.events.push(event);
+  context.webhooks?.dispatch(event);
+  return charge;
+}
+
+async function sendEmail(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const key = requireIdempotencyKey(req);
+  const body = await readJson(req);
+  const request = parseEmailRequest(body);
+  await serveIdempotently(res, context.emailEndpoint, {
+    key,
+    fingerprint: fingerprintBody(body),
+    perform: (): StoredResponse => {
+      const email = buildEmail(request, key, context.nowSeconds());
+      context.emails.push(email);
+      return { status: 201, body: email };
+    },
+  });
+}
+
+async function addFault(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  context.faults.add(parseFault(await readJson(req)));
+  sendJson(res, 201, context.faults.list());
+}
+
+/**
+ * Delivers a recorded event again, `times` times at once, each freshly signed and tried once: the tool for
+ * testing a receiver against concurrent duplicates. Answers with what the receiver said to each.
+ */
+async function resendWebhook(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const parsed = resendSchema.safeParse(await readJson(req));
+  if (!parsed.success) throw invalidBody('resend', parsed.error);
+  const { event_id: eventId, times } = parsed.data;
+  const event = context.events.find((candidate) => candidate.id === eventId);
+  if (!event) throw invalidRequest(`No such event: '${eventId}'.`, 404, 'resource_missing');
+  const { webhooks } = context;
+  if (!webhooks) throw invalidRequest('No webhook URL is configured on this sandbox.');
+  const deliveries = await Promise.all(Array.from({ length: times }, () => webhooks.deliverOnce(event)));
+  sendJson(res, 200, { event_id: event.id, deliveries });
+}

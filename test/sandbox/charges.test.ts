@@ -1,0 +1,125 @@
+import type { Charge } from '../../lib/sandbox/charges';
+import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
+import { getJson, injectFault, newKey, postCharge, postJson, visaCharge } from './client';
+
+describe('sandbox charges', () => {
+  let sandbox: Sandbox;
+  beforeAll(async () => {
+    sandbox = await startSandbox({ clock: () => 1_700_000_000_500 });
+  });
+  afterAll(() => sandbox.close());
+
+  const chargesUnder = async (key: string) =>
+    (await getJson<Charge[]>(`${sandbox.url}/charges`)).filter((charge) => charge.idempotency_key === key);
+
+  it('listens on 127.0.0.1 only', () => {
+    expect(sandbox.url).toBe(`http://127.0.0.1:${sandbox.port}`);
+  });
+
+  it('creates a charge and lists it under its key', async () => {
+    const key = newKey();
+    const response = await postCharge<Charge>(sandbox, key, { ...visaCharge, currency: 'EUR' });
+
+    expect(response).toMatchObject({ status: 201, replayed: false });
+    expect(response.body).toEqual({
+      id: expect.stringMatching(/^ch_\w+$/),
+      object: 'charge',
+      amount: 1999,
+      currency: 'eur',
+      source: 'tok_visa',
+      status: 'succeeded',
+      metadata: { order: 'o-1' },
+      idempotency_key: key,
+      created: 1_700_000_000,
+    });
+    expect(await chargesUnder(key)).toEqual([response.body]);
+  });
+
+  it('replays the same charge for the same key and body, whatever the key order', async () => {
+    const key = newKey();
+    const first = await postCharge<Charge>(sandbox, key, visaCharge);
+    const reordered = { metadata: visaCharge.metadata, source: 'tok_visa', currency: 'eur', amount: 1999 };
+    const second = await postCharge<Charge>(sandbox, key, reordered);
+
+    expect(second).toEqual({ status: 201, replayed: true, body: first.body });
+    expect(await chargesUnder(key)).toHaveLength(1);
+  });
+
+  it('refuses the same key with a different body, and charges nothing more', async () => {
+    const key = newKey();
+    await postCharge(sandbox, key, visaCharge);
+    const conflicting = await postCharge(sandbox, key, { ...visaCharge, amount: 2000 });
+
+    expect(conflicting.status).toBe(400);
+    expect(conflicting.body).toMatchObject({ error: { type: 'idempotency_error' } });
+    expect(await chargesUnder(key)).toHaveLength(1);
+  });
+
+  it('declines tok_chargeDeclined with a 402, remembers the decline, and lists no charge', async () => {
+    const key = newKey();
+    const declined = { ...visaCharge, source: 'tok_chargeDeclined' };
+    const first = await postCharge(sandbox, key, declined);
+    const second = await postCharge(sandbox, key, declined);
+
+    expect(first).toEqual({
+      status: 402,
+      replayed: false,
+      body: { error: { type: 'card_error', code: 'card_declined', message: expect.any(String) } },
+    });
+    expect(second).toEqual({ ...first, replayed: true });
+    expect(await chargesUnder(key)).toEqual([]);
+  });
+
+  it('charges once for 50 concurrent requests with one key, all answered with that charge', async () => {
+    const key = newKey();
+    // Hold the first request in flight long enough for the other 49 to arrive while it is still working.
+    await injectFault(sandbox, { mode: 'delay', ms: 300 });
+    const responses = await Promise.all(Array.from({ length: 50 }, () => postCharge<Charge>(sandbox, key)));
+
+    const charges = await chargesUnder(key);
+    expect(charges).toHaveLength(1);
+    expect(responses.every((response) => response.status === 201 && response.body.id === charges[0]?.id)).toBe(true);
+    expect(responses.filter((response) => !response.replayed)).toHaveLength(1);
+  });
+
+  it('makes one charge per distinct key', async () => {
+    const keys = [newKey(), newKey()];
+    const [a, b] = await Promise.all(keys.map((key) => postCharge<Charge>(sandbox, key)));
+    expect(a?.body.id).not.toBe(b?.body.id);
+  });
+
+  describe('refuses a request it cannot act on with a 400', () => {
+    it.each([
+      ['no Idempotency-Key', {}, visaCharge],
+      ['an empty Idempotency-Key', { 'Idempotency-Key': ' ' }, visaCharge],
+      ['an Idempotency-Key over 255 characters', { 'Idempotency-Key': 'k'.repeat(256) }, visaCharge],
+      ['a body that is not JSON', { 'Idempotency-Key': 'bad-json' }, '{"amount":'],
+      ['a body that is not an object', { 'Idempotency-Key': 'bad-type' }, [1, 2]],
+      ['a zero amount', { 'Idempotency-Key': 'bad-amount' }, { ...visaCharge, amount: 0 }],
+      ['a fractional amount', { 'Idempotency-Key': 'bad-fraction' }, { ...visaCharge, amount: 10.5 }],
+      ['a four-letter currency', { 'Idempotency-Key': 'bad-currency' }, { ...visaCharge, currency: 'euro' }],
+      ['no source', { 'Idempotency-Key': 'bad-source' }, { amount: 100, currency: 'eur' }],
+      ['non-string metadata', { 'Idempotency-Key': 'bad-meta' }, { ...visaCharge, metadata: { n: 1 } }],
+      ['an unknown field', { 'Idempotency-Key': 'bad-field' }, { ...visaCharge, capture: false }],
+    ])('with %s', async (_case, headers, body) => {
+      const response = await postJson(`${sandbox.url}/v1/charges`, body, headers);
+      expect(response).toEqual({
+        status: 400,
+        replayed: false,
+        body: { error: { type: 'invalid_request_error', message: expect.any(String) } },
+      });
+    });
+
+    it('and does not remember the key, so a corrected request goes through', async () => {
+      const key = newKey();
+      expect((await postCharge(sandbox, key, { ...visaCharge, amount: -5 })).status).toBe(400);
+      expect(await postCharge(sandbox, key, visaCharge)).toMatchObject({ status: 201, replayed: false });
+    });
+  });
+
+  it('answers an unknown route with a 404', async () => {
+    const response = await fetch(`${sandbox.url}/v1/refunds`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toMatchObject({ error: { type: 'invalid_request_error' } });
+  });
+});
