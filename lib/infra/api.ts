@@ -1,0 +1,206 @@
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import {
+  AccessLogField,
+  AccessLogFormat,
+  AuthorizationType,
+  EndpointType,
+  IdentitySource,
+  JsonSchemaType,
+  JsonSchemaVersion,
+  LambdaIntegration,
+  LogGroupLogDestination,
+  MethodLoggingLevel,
+  type MethodOptions,
+  type Model,
+  type RequestValidator,
+  ResponseType,
+  RestApi,
+  TokenAuthorizer,
+} from 'aws-cdk-lib/aws-apigateway';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { LogGroup } from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { EnvironmentConfig } from './environments';
+import type { RouteTrigger } from './functions';
+
+/** The one stage; each environment has its own API, so the stage names a version, not an environment. */
+export const STAGE_NAME = 'v1';
+
+/** A route and the function behind it. */
+export interface ApiRoute {
+  readonly id: string;
+  readonly trigger: RouteTrigger;
+  readonly handler: IFunction;
+}
+
+export interface PaymentsApiProps {
+  readonly config: EnvironmentConfig;
+  readonly routes: readonly ApiRoute[];
+  /** The TOKEN authorizer's function; required when a route asks for `token` authorization. */
+  readonly authorizer?: IFunction;
+}
+
+/**
+ * Access log fields, one JSON object per request. No header is logged: the Authorization header carries the API
+ * key. `principalId` is the account the authorizer resolved the key to.
+ */
+const ACCESS_LOG_FIELDS = {
+  requestId: AccessLogField.contextRequestId(),
+  extendedRequestId: AccessLogField.contextExtendedRequestId(),
+  requestTime: AccessLogField.contextRequestTimeEpoch(),
+  ip: AccessLogField.contextIdentitySourceIp(),
+  userAgent: AccessLogField.contextIdentityUserAgent(),
+  method: AccessLogField.contextHttpMethod(),
+  resourcePath: AccessLogField.contextResourcePath(),
+  protocol: AccessLogField.contextProtocol(),
+  status: AccessLogField.contextStatus(),
+  responseLength: AccessLogField.contextResponseLength(),
+  responseLatency: AccessLogField.contextResponseLatency(),
+  integrationStatus: AccessLogField.contextIntegrationStatus(),
+  integrationLatency: AccessLogField.contextIntegrationLatency(),
+  integrationError: AccessLogField.contextIntegrationErrorMessage(),
+  principalId: AccessLogField.contextAuthorizerPrincipalId(),
+  authorizerError: AccessLogField.contextAuthorizerError(),
+  authorizerLatency: AccessLogField.contextAuthorizerIntegrationLatency(),
+  wafStatus: AccessLogField.contextWafResponseCode(),
+  errorType: AccessLogField.contextErrorResponseType(),
+  errorMessage: AccessLogField.contextErrorMessage(),
+  xrayTraceId: AccessLogField.contextXrayTraceId(),
+};
+
+/**
+ * The payments REST API: one method per route, each a Lambda proxy integration.
+ *
+ * Why a REST API and not an HTTP API: a Lambda TOKEN authorizer whose result API Gateway caches per key, per-method
+ * throttling and per-client usage plans (an HTTP API has neither), request validation before a function runs, and
+ * WAF. Access logs are JSON in CloudWatch; execution logs record errors only, never bodies (they hold payment data).
+ */
+export class PaymentsApi extends Construct {
+  readonly api: RestApi;
+
+  constructor(scope: Construct, id: string, { config, routes, authorizer }: PaymentsApiProps) {
+    super(scope, id);
+    const accessLogs = new LogGroup(this, 'AccessLogs', {
+      retention: config.logRetention,
+      removalPolicy: config.removalPolicy,
+    });
+    this.api = new RestApi(this, 'Api', {
+      restApiName: `keystone-payments-${config.name}`,
+      description: `Keystone payments API (${config.name})`,
+      endpointTypes: [EndpointType.REGIONAL],
+      cloudWatchRole: config.apiGatewayCloudWatchRole,
+      // The role is an account-wide setting that other APIs may rely on: deleting this stack must not unset it.
+      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      deployOptions: {
+        stageName: STAGE_NAME,
+        accessLogDestination: new LogGroupLogDestination(accessLogs),
+        accessLogFormat: AccessLogFormat.custom(JSON.stringify(ACCESS_LOG_FIELDS)),
+        loggingLevel: MethodLoggingLevel.ERROR,
+        dataTraceEnabled: false,
+        tracingEnabled: config.tracing,
+        throttlingRateLimit: config.throttling.rateLimit,
+        throttlingBurstLimit: config.throttling.burstLimit,
+      },
+    });
+    // API Gateway creates the execution log group on first use, with no retention; creating it first sets one.
+    new LogGroup(this, 'ExecutionLogs', {
+      logGroupName: `API-Gateway-Execution-Logs_${this.api.restApiId}/${STAGE_NAME}`,
+      retention: config.logRetention,
+      removalPolicy: config.removalPolicy,
+    });
+    const cloudWatchRole = this.api.node.tryFindChild('CloudWatchRole');
+    if (cloudWatchRole) {
+      Validations.of(cloudWatchRole).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+        reason:
+          "API Gateway's account-wide logging role writes execution logs for every REST API in the account and " +
+          'region, to log groups API Gateway names and creates itself; this AWS managed policy is the one AWS ' +
+          'documents for that role and keeps current.',
+      });
+    }
+    this.problemResponses();
+
+    const validator = this.api.addRequestValidator('Validator', {
+      validateRequestBody: true,
+      validateRequestParameters: true,
+    });
+    const jsonObject = this.api.addModel('JsonObject', {
+      contentType: 'application/json',
+      description: 'Any JSON object; the function validates its fields.',
+      schema: { schema: JsonSchemaVersion.DRAFT4, type: JsonSchemaType.OBJECT },
+    });
+    const tokenAuthorizer = authorizer
+      ? new TokenAuthorizer(this, 'TokenAuthorizer', {
+          handler: authorizer,
+          identitySource: IdentitySource.header('Authorization'),
+          // Cached per key: a key's account does not change between requests, and this saves a DynamoDB read.
+          resultsCacheTtl: Duration.minutes(5),
+        })
+      : undefined;
+
+    for (const route of routes) {
+      const options = this.methodOptions(route, validator, jsonObject, tokenAuthorizer);
+      const integration = new LambdaIntegration(route.handler, {
+        // Shorter than the function's own timeout (timing.ts checks it): on a 504 the function still finishes and
+        // records its result, which the client's retry then replays.
+        timeout: Duration.seconds(config.timeouts.apiIntegrationSeconds),
+        // No permission for the console's test-invoke: production functions are invoked through the stage only.
+        allowTestInvoke: false,
+      });
+      const method = this.api.root
+        .resourceForPath(route.trigger.path)
+        .addMethod(route.trigger.method, integration, options);
+      const { authorization } = route.trigger;
+      if (authorization.kind === 'none') {
+        Validations.of(method).acknowledge({ id: 'AwsSolutions-APIG4', reason: authorization.reason });
+        Validations.of(method).acknowledge({ id: 'AwsSolutions-COG4', reason: authorization.reason });
+      } else {
+        Validations.of(method).acknowledge({
+          id: 'AwsSolutions-COG4',
+          reason:
+            'The callers are merchant systems holding API keys, not users of a Cognito user pool; the Lambda TOKEN ' +
+            'authorizer resolves each hashed key to its account.',
+        });
+      }
+    }
+  }
+
+  private methodOptions(
+    route: ApiRoute,
+    requestValidator: RequestValidator,
+    jsonObject: Model,
+    tokenAuthorizer: TokenAuthorizer | undefined,
+  ): MethodOptions {
+    const { trigger } = route;
+    const pathParameters = [...trigger.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]);
+    const requestParameters = Object.fromEntries(pathParameters.map((name) => [`method.request.path.${name}`, true]));
+    const requestModels = trigger.jsonObjectBody ? { 'application/json': jsonObject } : undefined;
+    if (trigger.authorization.kind === 'none') {
+      return { authorizationType: AuthorizationType.NONE, requestValidator, requestParameters, requestModels };
+    }
+    if (!tokenAuthorizer) throw new Error(`Route ${route.id} needs the TOKEN authorizer, and no function is one`);
+    return {
+      authorizationType: AuthorizationType.CUSTOM,
+      authorizer: tokenAuthorizer,
+      requestValidator,
+      requestParameters,
+      requestModels,
+    };
+  }
+
+  /**
+   * Errors API Gateway answers itself (401 from the authorizer, 429 throttled, 400 invalid body, 504 timeout) as
+   * RFC 9457 problems, like the functions' own errors, instead of `{"message": ...}`.
+   */
+  private problemResponses(): void {
+    const problem = {
+      responseHeaders: { 'Content-Type': "'application/problem+json'" },
+      templates: {
+        'application/json':
+          '{"type":"about:blank","title":$context.error.messageString,"requestId":"$context.requestId"}',
+      },
+    };
+    this.api.addGatewayResponse('Default4xx', { type: ResponseType.DEFAULT_4XX, ...problem });
+    this.api.addGatewayResponse('Default5xx', { type: ResponseType.DEFAULT_5XX, ...problem });
+  }
+}

@@ -1,0 +1,170 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+
+/** The deployable environments. Each one is its own stack (`Keystone-<name>`), its own tables and its own API. */
+export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
+export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
+
+/**
+ * Everything that differs between environments, in one place. Durations are plain seconds so that the timing
+ * invariants (see `timing.ts`) can be checked, and tested, without synthesizing anything.
+ */
+export interface EnvironmentConfig {
+  readonly name: EnvironmentName;
+  /** CloudFormation stack name; it includes the environment so that all three can live in one account. */
+  readonly stackName: string;
+  /**
+   * Where to deploy. Unset: the CLI's current account and region (environment-agnostic synth, which also keeps
+   * `cdk synth` offline). Pin them once each environment has its own account.
+   */
+  readonly account?: string;
+  readonly region?: string;
+  /** Stateful resources (tables, queues, the webhook secret, log groups): RETAIN outside dev, so data outlives the stack. */
+  readonly removalPolicy: RemovalPolicy;
+  /** DynamoDB deletion protection: a table delete, from CloudFormation or the console, fails until it is turned off. */
+  readonly deletionProtection: boolean;
+  /** CloudFormation termination protection on the whole stack. */
+  readonly terminationProtection: boolean;
+  readonly logRetention: RetentionDays;
+  /** Powertools `LOG_LEVEL`. */
+  readonly logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  /** X-Ray active tracing on every function and on the API stage. */
+  readonly tracing: boolean;
+  readonly idempotency: {
+    /** How long a claim (IN_PROGRESS record) is owned before a retry may take it over. */
+    readonly leaseSeconds: number;
+    /** How long a record, and so a replay, lives after it was written. */
+    readonly ttlSeconds: number;
+  };
+  readonly timeouts: {
+    /** Functions behind API Gateway routes. */
+    readonly apiFunctionSeconds: number;
+    /** How long API Gateway waits for an API function before answering 504. */
+    readonly apiIntegrationSeconds: number;
+    readonly authorizerSeconds: number;
+    readonly queueConsumerSeconds: number;
+    /** The payments function's HTTP timeout towards the processor (`PROCESSOR_TIMEOUT_MS`). */
+    readonly processorMilliseconds: number;
+  };
+  /** Stage-wide API Gateway throttling (token bucket: steady requests per second, and burst). */
+  readonly throttling: { readonly rateLimit: number; readonly burstLimit: number };
+  /** WAF rate-based rule: requests per client IP in any 5-minute window before WAF blocks that IP. */
+  readonly wafRateLimitPer5Minutes: number;
+  /**
+   * API Gateway writes execution logs through one role per account and region. true: this stack sets it (the role is
+   * kept when the stack is deleted, since other APIs may rely on it). false: the account already has it configured;
+   * deploying with execution logging and no such role fails.
+   */
+  readonly apiGatewayCloudWatchRole: boolean;
+  readonly alarms: {
+    /** Function errors, summed over one period, at or above which the alarm fires. */
+    readonly functionErrors: number;
+    readonly functionThrottles: number;
+    /** API Gateway 5xx responses, summed over one period. */
+    readonly api5xx: number;
+    readonly periodMinutes: number;
+  };
+  /** Alarm notifications go to an SNS topic with this address subscribed; no topic when unset. */
+  readonly alarmEmail?: string;
+  /**
+   * Downstream services. The example.com values are placeholders: set the real URLs before the first deploy (the
+   * functions fail their first request, not their deployment, while these are wrong).
+   */
+  readonly processorUrl: string;
+  readonly mailerUrl: string;
+  readonly tags: Readonly<Record<string, string>>;
+}
+
+const shared = {
+  logLevel: 'INFO',
+  idempotency: { leaseSeconds: 60, ttlSeconds: 24 * 60 * 60 },
+  timeouts: {
+    apiFunctionSeconds: 12,
+    apiIntegrationSeconds: 10,
+    authorizerSeconds: 5,
+    queueConsumerSeconds: 30,
+    processorMilliseconds: 8_000,
+  },
+  apiGatewayCloudWatchRole: true,
+} as const satisfies Partial<EnvironmentConfig>;
+
+function tagsFor(name: EnvironmentName): Record<string, string> {
+  return { Project: 'keystone', Service: 'payments', Environment: name };
+}
+
+/** dev, staging and prod, side by side: a difference between them should be visible in this one object. */
+export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> = {
+  dev: {
+    ...shared,
+    name: 'dev',
+    stackName: 'Keystone-dev',
+    removalPolicy: RemovalPolicy.DESTROY,
+    deletionProtection: false,
+    terminationProtection: false,
+    logRetention: RetentionDays.ONE_WEEK,
+    logLevel: 'DEBUG',
+    tracing: false,
+    throttling: { rateLimit: 10, burstLimit: 20 },
+    wafRateLimitPer5Minutes: 500,
+    alarms: { functionErrors: 5, functionThrottles: 5, api5xx: 5, periodMinutes: 5 },
+    processorUrl: 'https://processor.dev.example.com',
+    mailerUrl: 'https://mailer.dev.example.com',
+    tags: tagsFor('dev'),
+  },
+  staging: {
+    ...shared,
+    name: 'staging',
+    stackName: 'Keystone-staging',
+    removalPolicy: RemovalPolicy.RETAIN,
+    deletionProtection: true,
+    terminationProtection: false,
+    logRetention: RetentionDays.ONE_MONTH,
+    tracing: true,
+    throttling: { rateLimit: 50, burstLimit: 100 },
+    wafRateLimitPer5Minutes: 1_000,
+    alarms: { functionErrors: 3, functionThrottles: 1, api5xx: 3, periodMinutes: 5 },
+    processorUrl: 'https://processor.staging.example.com',
+    mailerUrl: 'https://mailer.staging.example.com',
+    tags: tagsFor('staging'),
+  },
+  prod: {
+    ...shared,
+    name: 'prod',
+    stackName: 'Keystone-prod',
+    removalPolicy: RemovalPolicy.RETAIN,
+    deletionProtection: true,
+    terminationProtection: true,
+    // Payment logs are evidence in disputes; a year covers the usual chargeback windows.
+    logRetention: RetentionDays.ONE_YEAR,
+    tracing: true,
+    throttling: { rateLimit: 200, burstLimit: 400 },
+    wafRateLimitPer5Minutes: 5_000,
+    alarms: { functionErrors: 1, functionThrottles: 1, api5xx: 1, periodMinutes: 5 },
+    // Placeholder: set the on-call address (the subscription waits for its confirmation e-mail).
+    alarmEmail: 'payments-oncall@example.com',
+    processorUrl: 'https://processor.example.com',
+    mailerUrl: 'https://mailer.example.com',
+    tags: tagsFor('prod'),
+  },
+};
+
+/**
+ * The environments to synthesize for the CDK context value `env` (`cdk synth -c env=staging`): that one, or all of
+ * them when it is absent, so that `cdk synth` with no arguments checks every environment.
+ *
+ * @example
+ * selectEnvironments(app.node.tryGetContext('env')).forEach((config) => new PaymentsStack(app, config.stackName, { config }));
+ */
+export function selectEnvironments(requested: unknown): EnvironmentConfig[] {
+  if (requested === undefined || requested === null || requested === '') {
+    return ENVIRONMENT_NAMES.map((name) => environments[name]);
+  }
+  if (typeof requested === 'string' && isEnvironmentName(requested)) return [environments[requested]];
+  throw new Error(
+    `Unknown environment ${JSON.stringify(requested)} in context 'env': expected one of ${ENVIRONMENT_NAMES.join(', ')}`,
+  );
+}
+
+function isEnvironmentName(value: string): value is EnvironmentName {
+  return (ENVIRONMENT_NAMES as readonly string[]).includes(value);
+}

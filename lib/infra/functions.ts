@@ -1,0 +1,141 @@
+import { idempotencyTable, paymentsTable, type TableDefinition } from '../tables/definitions';
+
+/**
+ * The DynamoDB actions a function can be granted. Scan, Query, BatchWriteItem and DeleteItem are deliberately not
+ * here: nothing needs them, and a grant that cannot be written cannot be over-granted. (TransactWriteItems has no
+ * action of its own: IAM checks each PutItem, UpdateItem and ConditionCheckItem inside the transaction.)
+ */
+export type DynamoDbAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'ConditionCheckItem';
+
+/**
+ * What the idempotency engine does to its table: read a record, claim a key (conditional put), commit or release it
+ * (conditional update), and fence a business write with the claim in one transaction (condition check).
+ */
+export const ENGINE_ACTIONS = ['GetItem', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] as const;
+
+/** Route authorization: the API's TOKEN authorizer, or none, with the reason a reviewer (and cdk-nag) needs. */
+export type RouteAuthorization = { readonly kind: 'token' } | { readonly kind: 'none'; readonly reason: string };
+
+/** What invokes a function. The trigger also picks the function's timeout from the environment's `timeouts`. */
+export type FunctionTrigger =
+  | {
+      readonly kind: 'route';
+      readonly method: 'GET' | 'POST';
+      /** A REST API resource path; `{name}` segments become required path parameters. */
+      readonly path: string;
+      readonly authorization: RouteAuthorization;
+      /** API Gateway rejects a body that is not a JSON object before the function runs. */
+      readonly jsonObjectBody?: boolean;
+    }
+  | { readonly kind: 'authorizer' }
+  | { readonly kind: 'settlement-queue'; readonly batchSize: number };
+
+export type RouteTrigger = Extract<FunctionTrigger, { readonly kind: 'route' }>;
+
+/** Environment variable names shared with the runtime code (which reads them; infra may not import it). */
+export const FunctionEnv = {
+  settlementQueueUrl: 'SETTLEMENT_QUEUE_URL',
+  webhookSecretArn: 'PROCESSOR_WEBHOOK_SECRET_ARN',
+  processorUrl: 'PROCESSOR_URL',
+  processorTimeoutMs: 'PROCESSOR_TIMEOUT_MS',
+  mailerUrl: 'MAILER_URL',
+  leaseSeconds: 'IDEMPOTENCY_LEASE_SECONDS',
+  ttlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
+  serviceName: 'POWERTOOLS_SERVICE_NAME',
+  logLevel: 'LOG_LEVEL',
+} as const;
+
+/** A downstream service whose URL (and, for the processor, HTTP timeout) a function is given. */
+export type Downstream = 'processor' | 'mailer';
+
+/** One Lambda function: its code, how it is invoked, and exactly what it may touch. */
+export interface FunctionSpec {
+  /** Construct id; also names the function's log group and alarms. */
+  readonly id: string;
+  /** The handler file, relative to the repository root; it exports `handler`. */
+  readonly entry: string;
+  readonly description: string;
+  readonly memoryMb: number;
+  readonly trigger: FunctionTrigger;
+  /** Per table, the only actions allowed, on the table itself (no indexes exist, so none are granted). */
+  readonly tables: readonly { readonly table: TableDefinition; readonly actions: readonly DynamoDbAction[] }[];
+  /** Sends to the settlement queue (SendMessage, and its URL in the environment). */
+  readonly sendsSettlements?: boolean;
+  /** Reads the processor's webhook signing secret (its ARN in the environment). */
+  readonly readsWebhookSecret?: boolean;
+  readonly calls?: readonly Downstream[];
+}
+
+/**
+ * The payments service's functions. Adding one is adding an entry here: the stack derives its role, log group,
+ * alarms, environment and trigger (route, authorizer or queue) from it.
+ */
+export const serviceFunctions: readonly FunctionSpec[] = [
+  {
+    id: 'PaymentsCreate',
+    entry: 'functions/payments-create.ts',
+    description: 'POST /payments: claims the idempotency key, charges the processor, records the payment',
+    memoryMb: 512,
+    trigger: {
+      kind: 'route',
+      method: 'POST',
+      path: '/payments',
+      authorization: { kind: 'token' },
+      jsonObjectBody: true,
+    },
+    tables: [
+      { table: idempotencyTable, actions: ENGINE_ACTIONS },
+      // Write-only: the payment is written inside the commit transaction that the claim fences.
+      { table: paymentsTable, actions: ['PutItem', 'UpdateItem', 'ConditionCheckItem'] },
+    ],
+    calls: ['processor'],
+  },
+  {
+    id: 'PaymentsGet',
+    entry: 'functions/payments-get.ts',
+    description: "GET /payments/{id}: the caller's own payment",
+    memoryMb: 256,
+    trigger: { kind: 'route', method: 'GET', path: '/payments/{id}', authorization: { kind: 'token' } },
+    tables: [{ table: paymentsTable, actions: ['GetItem'] }],
+  },
+  {
+    id: 'Authorizer',
+    entry: 'functions/authorizer.ts',
+    description: 'TOKEN authorizer: resolves a hashed API key to its account',
+    memoryMb: 256,
+    trigger: { kind: 'authorizer' },
+    tables: [{ table: paymentsTable, actions: ['GetItem'] }],
+  },
+  {
+    id: 'WebhookReceiver',
+    entry: 'functions/webhook-receiver.ts',
+    description: 'POST /webhooks/processor: verifies the signature, dedupes the event, queues the settlement',
+    memoryMb: 512,
+    trigger: {
+      kind: 'route',
+      method: 'POST',
+      path: '/webhooks/processor',
+      authorization: {
+        kind: 'none',
+        reason:
+          'The payment processor calls this route and cannot present our API keys; the function authenticates ' +
+          'every request by its HMAC signature (key in Secrets Manager) before acting on it.',
+      },
+    },
+    tables: [{ table: idempotencyTable, actions: ENGINE_ACTIONS }],
+    sendsSettlements: true,
+    readsWebhookSecret: true,
+  },
+  {
+    id: 'SettlementConsumer',
+    entry: 'functions/settlement-consumer.ts',
+    description: 'Settlement queue consumer: settles the payment once per event and notifies the mailer',
+    memoryMb: 512,
+    trigger: { kind: 'settlement-queue', batchSize: 10 },
+    tables: [
+      { table: idempotencyTable, actions: ENGINE_ACTIONS },
+      { table: paymentsTable, actions: ['GetItem', 'UpdateItem', 'ConditionCheckItem'] },
+    ],
+    calls: ['mailer'],
+  },
+];

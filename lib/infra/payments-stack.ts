@@ -1,0 +1,156 @@
+import { CfnOutput, Stack, type StackProps, Tags, Validations } from 'aws-cdk-lib';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
+import { OperationalAlarms } from './alarms';
+import { PaymentsApi } from './api';
+import type { EnvironmentConfig } from './environments';
+import { ApiFirewall } from './firewall';
+import { FunctionEnv, type FunctionSpec, serviceFunctions } from './functions';
+import { ServiceFunction } from './service-function';
+import { SettlementQueue } from './settlement-queue';
+import { DataTables } from './tables';
+import { assertTiming } from './timing';
+
+export interface PaymentsStackProps extends StackProps {
+  readonly config: EnvironmentConfig;
+  /** The functions to deploy; `serviceFunctions` unless a test swaps them. */
+  readonly functions?: readonly FunctionSpec[];
+}
+
+/**
+ * The payments service in one environment: tables, functions, API, settlement queue, webhook secret and alarms.
+ * Synthesis fails, before anything is built, when the environment's timeouts break exactly-once processing.
+ */
+export class PaymentsStack extends Stack {
+  readonly tables: DataTables;
+  readonly settlement: SettlementQueue;
+  readonly webhookSecret: Secret;
+  readonly functions: ReadonlyMap<string, ServiceFunction>;
+  readonly api: PaymentsApi;
+  readonly alarms: OperationalAlarms;
+
+  constructor(scope: Construct, id: string, props: PaymentsStackProps) {
+    const { config, functions: specs = serviceFunctions, ...stackProps } = props;
+    assertTiming(config, specs);
+    super(scope, id, {
+      stackName: config.stackName,
+      description: `Keystone payments service (${config.name})`,
+      terminationProtection: config.terminationProtection,
+      env: config.account || config.region ? { account: config.account, region: config.region } : undefined,
+      ...stackProps,
+    });
+    for (const [key, value] of Object.entries(config.tags)) Tags.of(this).add(key, value);
+
+    this.tables = new DataTables(this, 'Tables', config);
+    this.settlement = new SettlementQueue(this, 'Settlement', config);
+    this.webhookSecret = new Secret(this, 'ProcessorWebhookSecret', {
+      description:
+        `Key the payment processor signs webhooks with (${config.name}). Created with a random value: replace it ` +
+        'with the key from the processor dashboard (aws secretsmanager put-secret-value).',
+      removalPolicy: config.removalPolicy,
+    });
+    Validations.of(this.webhookSecret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason:
+        'The payment processor issues this signing key and rotates it in its own dashboard; the new key is then ' +
+        'written here. There is no API a Secrets Manager rotation function could call to rotate it.',
+    });
+
+    const functions = new Map<string, ServiceFunction>();
+    for (const spec of specs) {
+      const service = new ServiceFunction(this, spec.id, {
+        spec,
+        config,
+        environment: this.environmentFor(spec, config),
+      });
+      this.grant(spec, service);
+      functions.set(spec.id, service);
+    }
+    this.functions = functions;
+
+    const authorizers = specs.filter((spec) => spec.trigger.kind === 'authorizer');
+    if (authorizers.length > 1) throw new Error(`One TOKEN authorizer per API, got ${authorizers.map((s) => s.id)}`);
+    this.api = new PaymentsApi(this, 'Api', {
+      config,
+      routes: specs.flatMap((spec) =>
+        spec.trigger.kind === 'route' ? [{ id: spec.id, trigger: spec.trigger, handler: this.fn(spec) }] : [],
+      ),
+      authorizer: authorizers[0] && this.fn(authorizers[0]),
+    });
+    new ApiFirewall(this, 'Firewall', { stage: this.api.api.deploymentStage, config });
+
+    for (const spec of specs) {
+      if (spec.trigger.kind !== 'settlement-queue') continue;
+      this.fn(spec).addEventSource(
+        new SqsEventSource(this.settlement.queue, {
+          batchSize: spec.trigger.batchSize,
+          // A failed message is retried alone; the rest of the batch is deleted, not reprocessed.
+          reportBatchItemFailures: true,
+        }),
+      );
+    }
+
+    this.alarms = new OperationalAlarms(this, 'Alarms', {
+      config,
+      functions: specs.map((spec) => ({ id: spec.id, function: this.fn(spec) })),
+      deadLetterQueue: this.settlement.deadLetterQueue,
+      api: this.api.api,
+    });
+
+    // The API's URL is an output already: RestApi adds one (ApiEndpoint...).
+    new CfnOutput(this, 'WebhookSecretArn', {
+      value: this.webhookSecret.secretArn,
+      description: 'Put the processor signing key here before the first webhook arrives',
+    });
+  }
+
+  private fn(spec: FunctionSpec) {
+    const service = this.functions.get(spec.id);
+    if (!service) throw new Error(`No function '${spec.id}'`);
+    return service.function;
+  }
+
+  private environmentFor(spec: FunctionSpec, config: EnvironmentConfig): Record<string, string> {
+    const environment: Record<string, string> = {
+      [FunctionEnv.serviceName]: 'payments',
+      [FunctionEnv.logLevel]: config.logLevel,
+      [FunctionEnv.leaseSeconds]: String(config.idempotency.leaseSeconds),
+      [FunctionEnv.ttlSeconds]: String(config.idempotency.ttlSeconds),
+    };
+    for (const { table } of spec.tables) environment[table.envVar] = this.tables.get(table).tableName;
+    if (spec.sendsSettlements) environment[FunctionEnv.settlementQueueUrl] = this.settlement.queue.queueUrl;
+    if (spec.readsWebhookSecret) environment[FunctionEnv.webhookSecretArn] = this.webhookSecret.secretArn;
+    if (spec.calls?.includes('processor')) {
+      environment[FunctionEnv.processorUrl] = config.processorUrl;
+      environment[FunctionEnv.processorTimeoutMs] = String(config.timeouts.processorMilliseconds);
+    }
+    if (spec.calls?.includes('mailer')) environment[FunctionEnv.mailerUrl] = config.mailerUrl;
+    return environment;
+  }
+
+  /** Exactly the spec's permissions, each action named, on its one resource. */
+  private grant(spec: FunctionSpec, service: ServiceFunction): void {
+    for (const { table, actions } of spec.tables) {
+      service.role.addToPrincipalPolicy(
+        new PolicyStatement({
+          actions: actions.map((action) => `dynamodb:${action}`),
+          resources: [this.tables.get(table).tableArn],
+        }),
+      );
+    }
+    // Written out rather than grantSendMessages/grantRead, which add GetQueueUrl, GetQueueAttributes and
+    // DescribeSecret: the functions get the queue URL and the secret ARN from their environment.
+    if (spec.sendsSettlements) {
+      service.role.addToPrincipalPolicy(
+        new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.settlement.queue.queueArn] }),
+      );
+    }
+    if (spec.readsWebhookSecret) {
+      service.role.addToPrincipalPolicy(
+        new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.webhookSecret.secretArn] }),
+      );
+    }
+  }
+}

@@ -1,0 +1,44 @@
+import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Construct } from 'constructs';
+import { type TableDefinition, tableDefinitions } from '../tables/definitions';
+import type { EnvironmentConfig } from './environments';
+
+const ATTRIBUTE_TYPES = { S: AttributeType.STRING } as const;
+
+/**
+ * The service's DynamoDB tables, built from the same definitions the local stack and the tests create tables from.
+ *
+ * `Table` (AWS::DynamoDB::Table) rather than `TableV2` (a global table): the service runs in one region, and
+ * cdk-nag's point-in-time-recovery rule inspects AWS::DynamoDB::Table only.
+ */
+export class DataTables extends Construct {
+  private readonly tables = new Map<string, Table>();
+
+  constructor(scope: Construct, id: string, config: EnvironmentConfig) {
+    super(scope, id);
+    for (const definition of tableDefinitions) {
+      this.tables.set(definition.id, this.build(definition, config));
+    }
+  }
+
+  /** The table built from a definition. */
+  get(definition: TableDefinition): Table {
+    const table = this.tables.get(definition.id);
+    if (!table) throw new Error(`No table for definition '${definition.id}'`);
+    return table;
+  }
+
+  private build(definition: TableDefinition, config: EnvironmentConfig): Table {
+    const { partitionKey, sortKey } = definition;
+    return new Table(this, definition.id, {
+      partitionKey: { name: partitionKey.name, type: ATTRIBUTE_TYPES[partitionKey.type] },
+      sortKey: sortKey ? { name: sortKey.name, type: ATTRIBUTE_TYPES[sortKey.type] } : undefined,
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: definition.ttlAttribute,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: TableEncryption.AWS_MANAGED,
+      deletionProtection: config.deletionProtection,
+      removalPolicy: config.removalPolicy,
+    });
+  }
+}

@@ -1,0 +1,520 @@
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import type { CfnResource } from 'aws-cdk-lib';
+import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { TTL_ATTRIBUTE } from '../../lib/engine/layout';
+import type { PaymentsStack } from '../../lib/infra/payments-stack';
+import { idempotencyTable, paymentsTable, tableDefinitions } from '../../lib/tables/definitions';
+import { type CfnResourceJson, resourceOf, type SynthesizedApp, synthesize, TESTED_ENVIRONMENTS } from './synth';
+
+/**
+ * The brief's access table, written out here rather than read from `functions.ts`, so that a change to a function's
+ * permissions has to change this test too.
+ */
+const ENGINE = ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
+const DYNAMODB_ACCESS: Record<string, Partial<Record<'Idempotency' | 'Payments', string[]>>> = {
+  PaymentsCreate: {
+    Idempotency: ENGINE,
+    Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
+  PaymentsGet: { Payments: ['dynamodb:GetItem'] },
+  Authorizer: { Payments: ['dynamodb:GetItem'] },
+  WebhookReceiver: { Idempotency: ENGINE },
+  SettlementConsumer: {
+    Idempotency: ENGINE,
+    Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  },
+};
+const FUNCTION_IDS = Object.keys(DYNAMODB_ACCESS);
+
+let synthesized: SynthesizedApp;
+beforeAll(() => {
+  synthesized = synthesize({ bundle: true });
+});
+afterAll(() => synthesized?.dispose());
+
+function each(check: (stack: PaymentsStack, template: Template) => void): void {
+  for (const env of TESTED_ENVIRONMENTS) check(synthesized.stacks[env], synthesized.templates[env]);
+}
+
+function l1(construct: { node: { defaultChild?: unknown } }): CfnResource {
+  return construct.node.defaultChild as CfnResource;
+}
+
+function functionResource(stack: PaymentsStack, template: Template, id: string): CfnResourceJson {
+  const service = stack.functions.get(id);
+  if (!service) throw new Error(`no function ${id}`);
+  return resourceOf(template, stack, l1(service.function));
+}
+
+function environmentOf(fn: CfnResourceJson): Record<string, unknown> {
+  return (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+}
+
+interface Statement {
+  readonly Effect: string;
+  readonly Action: string | string[];
+  readonly Resource: unknown;
+}
+
+/** Every statement of every policy attached to a function's role. */
+function statementsOf(stack: PaymentsStack, template: Template, id: string): Statement[] {
+  const roleId = stack.getLogicalId(l1(stack.functions.get(id)!.role));
+  return Object.values(template.findResources('AWS::IAM::Policy'))
+    .filter((policy) => JSON.stringify(policy.Properties.Roles).includes(`"${roleId}"`))
+    .flatMap((policy) => policy.Properties.PolicyDocument.Statement as Statement[]);
+}
+
+/** Actions per resource (as template JSON), for a role's Allow statements, X-Ray excluded. */
+function actionsByResource(statements: Statement[]): Record<string, string[]> {
+  const result: Record<string, string[]> = {};
+  for (const statement of statements) {
+    expect(statement.Effect).toBe('Allow');
+    const actions = ([] as string[]).concat(statement.Action).filter((action) => !action.startsWith('xray:'));
+    if (actions.length === 0) continue;
+    for (const resource of ([] as unknown[]).concat(statement.Resource)) {
+      const key = JSON.stringify(resource);
+      result[key] = [...(result[key] ?? []), ...actions].sort();
+    }
+  }
+  return result;
+}
+
+describe('PaymentsStack', () => {
+  describe('tables', () => {
+    it('builds both tables from the shared definitions', () => {
+      each((stack, template) => {
+        for (const definition of tableDefinitions) {
+          const table = resourceOf(template, stack, l1(stack.tables.get(definition)));
+          const keys = [definition.partitionKey, ...(definition.sortKey ? [definition.sortKey] : [])];
+          expect(table.Properties.KeySchema).toEqual(
+            keys.map((key, index) => ({ AttributeName: key.name, KeyType: index === 0 ? 'HASH' : 'RANGE' })),
+          );
+        }
+      });
+    });
+
+    it("expires idempotency records on the engine's TTL attribute", () => {
+      expect(idempotencyTable.ttlAttribute).toBe(TTL_ATTRIBUTE);
+      each((stack, template) => {
+        const table = resourceOf(template, stack, l1(stack.tables.get(idempotencyTable)));
+        expect(table.Properties.TimeToLiveSpecification).toEqual({ AttributeName: TTL_ATTRIBUTE, Enabled: true });
+      });
+    });
+
+    it('bills on demand, with point-in-time recovery and AWS-managed encryption', () => {
+      each((_, template) => {
+        template.resourceCountIs('AWS::DynamoDB::Table', tableDefinitions.length);
+        template.allResourcesProperties('AWS::DynamoDB::Table', {
+          BillingMode: 'PAY_PER_REQUEST',
+          PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+          // SSEEnabled without a key: the AWS managed key (aws/dynamodb).
+          SSESpecification: { SSEEnabled: true, KMSMasterKeyId: Match.absent() },
+        });
+      });
+    });
+
+    it('retains the tables behind deletion protection in prod, and deletes them in dev', () => {
+      const { dev, prod } = synthesized.templates;
+      prod.allResources('AWS::DynamoDB::Table', {
+        DeletionPolicy: 'Retain',
+        UpdateReplacePolicy: 'Retain',
+        Properties: Match.objectLike({ DeletionProtectionEnabled: true }),
+      });
+      dev.allResources('AWS::DynamoDB::Table', {
+        DeletionPolicy: 'Delete',
+        Properties: Match.objectLike({ DeletionProtectionEnabled: false }),
+      });
+    });
+
+    it("keeps the rest of prod's state too (queues, secret, logs), and lets dev's go", () => {
+      const stateful = ['AWS::SQS::Queue', 'AWS::SecretsManager::Secret', 'AWS::Logs::LogGroup'];
+      for (const type of stateful) {
+        synthesized.templates.prod.allResources(type, { DeletionPolicy: 'Retain' });
+        synthesized.templates.dev.allResources(type, { DeletionPolicy: 'Delete' });
+      }
+    });
+  });
+
+  describe('functions', () => {
+    it('deploys exactly the declared functions, on nodejs22.x and arm64', () => {
+      each((stack, template) => {
+        template.resourceCountIs('AWS::Lambda::Function', FUNCTION_IDS.length);
+        for (const id of FUNCTION_IDS) {
+          const fn = functionResource(stack, template, id);
+          expect(fn.Properties.Runtime).toBe('nodejs22.x');
+          expect(fn.Properties.Architectures).toEqual(['arm64']);
+          expect(environmentOf(fn).NODE_OPTIONS).toBe('--enable-source-maps');
+        }
+      });
+    });
+
+    it('bundles each handler as a minified ES module with the createRequire banner and a source map', () => {
+      const { stacks, templates, outdir } = synthesized;
+      for (const id of FUNCTION_IDS) {
+        const fn = functionResource(stacks.prod, templates.prod, id);
+        // The asset's S3 key is its hash; the cloud assembly stages it in asset.<hash>.
+        const { S3Key } = fn.Properties.Code as { S3Key: string };
+        const bundle = path.join(outdir, `asset.${S3Key.replace(/\.zip$/, '')}`);
+        const code = readFileSync(path.join(bundle, 'index.mjs'), 'utf8');
+        expect(code.startsWith("import { createRequire } from 'node:module'; const require = createRequire(")).toBe(
+          true,
+        );
+        expect(existsSync(path.join(bundle, 'index.mjs.map'))).toBe(true);
+        // Minified: thousands of characters per line (an unminified bundle averages under 40).
+        expect(code.length / code.split('\n').length).toBeGreaterThan(1000);
+        expect(fn.Properties.Handler).toBe('index.handler');
+      }
+    });
+
+    it('gives each function its own log group, kept as long as the environment says', () => {
+      const retention = { dev: 7, prod: 365 };
+      for (const env of TESTED_ENVIRONMENTS) {
+        const stack = synthesized.stacks[env];
+        const template = synthesized.templates[env];
+        for (const id of FUNCTION_IDS) {
+          const service = stack.functions.get(id)!;
+          const fn = functionResource(stack, template, id);
+          const logGroupId = stack.getLogicalId(l1(service.logGroup));
+          expect(fn.Properties.LoggingConfig).toEqual({ LogGroup: { Ref: logGroupId } });
+          expect(resourceOf(template, stack, l1(service.logGroup)).Properties.RetentionInDays).toBe(retention[env]);
+        }
+      }
+    });
+
+    it('traces with X-Ray in prod only', () => {
+      const { dev, prod } = synthesized.templates;
+      prod.allResourcesProperties('AWS::Lambda::Function', { TracingConfig: { Mode: 'Active' } });
+      dev.allResourcesProperties('AWS::Lambda::Function', { TracingConfig: Match.absent() });
+    });
+
+    it('configures every function: tables, lease and TTL, service name, log level, and its own extras', () => {
+      const extras: Record<string, string[]> = {
+        PaymentsCreate: ['PROCESSOR_TIMEOUT_MS', 'PROCESSOR_URL'],
+        PaymentsGet: [],
+        Authorizer: [],
+        WebhookReceiver: ['PROCESSOR_WEBHOOK_SECRET_ARN', 'SETTLEMENT_QUEUE_URL'],
+        SettlementConsumer: ['MAILER_URL'],
+      };
+      each((stack, template) => {
+        for (const id of FUNCTION_IDS) {
+          const environment = environmentOf(functionResource(stack, template, id));
+          const tables = Object.keys(DYNAMODB_ACCESS[id]!).map(
+            (table) => tableDefinitions.find((definition) => definition.id === table)!.envVar,
+          );
+          const common = ['IDEMPOTENCY_LEASE_SECONDS', 'IDEMPOTENCY_TTL_SECONDS', 'LOG_LEVEL', 'NODE_OPTIONS'];
+          expect(Object.keys(environment).sort()).toEqual(
+            [...common, 'POWERTOOLS_SERVICE_NAME', ...tables, ...extras[id]!].sort(),
+          );
+          for (const definition of tableDefinitions) {
+            if (environment[definition.envVar] === undefined) continue;
+            expect(environment[definition.envVar]).toEqual(stack.resolve(stack.tables.get(definition).tableName));
+          }
+        }
+      });
+    });
+  });
+
+  describe('permissions', () => {
+    it('grants each function exactly its DynamoDB actions, on its tables only', () => {
+      each((stack, template) => {
+        for (const id of FUNCTION_IDS) {
+          const granted = actionsByResource(statementsOf(stack, template, id));
+          const dynamodb = Object.fromEntries(
+            Object.entries(granted)
+              .map(([resource, actions]): [string, string[]] => [
+                resource,
+                actions.filter((action) => action.startsWith('dynamodb:')),
+              ])
+              .filter(([, actions]) => actions.length > 0),
+          );
+          const expected = Object.fromEntries(
+            Object.entries(DYNAMODB_ACCESS[id]!).map(([table, actions]) => {
+              const definition = table === 'Idempotency' ? idempotencyTable : paymentsTable;
+              return [JSON.stringify(stack.resolve(stack.tables.get(definition).tableArn)), actions];
+            }),
+          );
+          expect({ id, dynamodb }).toEqual({ id, dynamodb: expected });
+        }
+      });
+    });
+
+    it('grants nothing else but logs to its own group, the queue and the secret where the table says so', () => {
+      each((stack, template) => {
+        const queue = JSON.stringify(stack.resolve(stack.settlement.queue.queueArn));
+        const secret = JSON.stringify(stack.resolve(stack.webhookSecret.secretArn));
+        const others: Record<string, Record<string, string[]>> = {
+          WebhookReceiver: { [queue]: ['sqs:SendMessage'], [secret]: ['secretsmanager:GetSecretValue'] },
+          // The event source mapping's own grant: it polls the queue as the function's role.
+          SettlementConsumer: {
+            [queue]: [
+              'sqs:ChangeMessageVisibility',
+              'sqs:DeleteMessage',
+              'sqs:GetQueueAttributes',
+              'sqs:GetQueueUrl',
+              'sqs:ReceiveMessage',
+            ],
+          },
+        };
+        for (const id of FUNCTION_IDS) {
+          const logGroup = JSON.stringify(stack.resolve(stack.functions.get(id)!.logGroup.logGroupArn));
+          const granted = Object.fromEntries(
+            Object.entries(actionsByResource(statementsOf(stack, template, id))).filter(
+              ([, actions]) => !actions.some((action) => action.startsWith('dynamodb:')),
+            ),
+          );
+          expect({ id, granted }).toEqual({
+            id,
+            granted: { [logGroup]: ['logs:CreateLogStream', 'logs:PutLogEvents'], ...others[id] },
+          });
+        }
+      });
+    });
+
+    it('grants no wildcard action, and "*" as a resource to X-Ray only', () => {
+      each((_, template) => {
+        for (const policy of Object.values(template.findResources('AWS::IAM::Policy'))) {
+          for (const statement of policy.Properties.PolicyDocument.Statement as Statement[]) {
+            const actions = ([] as string[]).concat(statement.Action);
+            for (const action of actions) expect(action).not.toMatch(/\*|:Scan$|:Query$/);
+            if (statement.Resource === '*') expect(actions.every((action) => action.startsWith('xray:'))).toBe(true);
+          }
+        }
+      });
+    });
+
+    it('attaches no AWS managed policy to a function role', () => {
+      each((stack, template) => {
+        for (const id of FUNCTION_IDS) {
+          const role = resourceOf(template, stack, l1(stack.functions.get(id)!.role));
+          expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+        }
+      });
+    });
+  });
+
+  describe('settlement queue', () => {
+    it('consumes batches of 10 and reports failed items instead of failing the batch', () => {
+      each((stack, template) => {
+        template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+        template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+          EventSourceArn: stack.resolve(stack.settlement.queue.queueArn),
+          FunctionName: { Ref: stack.getLogicalId(l1(stack.functions.get('SettlementConsumer')!.function)) },
+          BatchSize: 10,
+          FunctionResponseTypes: ['ReportBatchItemFailures'],
+        });
+      });
+    });
+
+    it('moves a settlement to the dead-letter queue after 5 receives, and keeps it there 14 days', () => {
+      each((stack, template) => {
+        const queue = resourceOf(template, stack, l1(stack.settlement.queue));
+        expect(queue.Properties.RedrivePolicy).toEqual({
+          deadLetterTargetArn: stack.resolve(stack.settlement.deadLetterQueue.queueArn),
+          maxReceiveCount: 5,
+        });
+        const deadLetters = resourceOf(template, stack, l1(stack.settlement.deadLetterQueue));
+        expect(deadLetters.Properties.MessageRetentionPeriod).toBe(14 * 24 * 60 * 60);
+      });
+    });
+
+    it("hides a received message for at least 6 times the consumer's timeout", () => {
+      each((stack, template) => {
+        const consumer = functionResource(stack, template, 'SettlementConsumer');
+        const queue = resourceOf(template, stack, l1(stack.settlement.queue));
+        expect(queue.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * (consumer.Properties.Timeout as number));
+      });
+    });
+
+    it('encrypts both queues and refuses requests without TLS', () => {
+      each((_, template) => {
+        template.allResourcesProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true });
+        template.resourcePropertiesCountIs(
+          'AWS::SQS::QueuePolicy',
+          {
+            PolicyDocument: {
+              Statement: Match.arrayWith([
+                Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+              ]),
+            },
+          },
+          2,
+        );
+      });
+    });
+  });
+
+  describe('timeouts', () => {
+    it('leases a key longer than any function can run', () => {
+      each((stack, template) => {
+        for (const id of FUNCTION_IDS) {
+          const fn = functionResource(stack, template, id);
+          expect(Number(environmentOf(fn).IDEMPOTENCY_LEASE_SECONDS)).toBeGreaterThan(fn.Properties.Timeout as number);
+        }
+      });
+    });
+
+    it('lets API Gateway give up before the function behind it does', () => {
+      each((stack, template) => {
+        const methods = Object.values(template.findResources('AWS::ApiGateway::Method'));
+        expect(methods).toHaveLength(3);
+        for (const method of methods) {
+          const integration = method.Properties.Integration;
+          const id = FUNCTION_IDS.find((candidate) =>
+            JSON.stringify(integration.Uri).includes(
+              `"${stack.getLogicalId(l1(stack.functions.get(candidate)!.function))}"`,
+            ),
+          );
+          const fn = functionResource(stack, template, id!);
+          expect(integration.TimeoutInMillis).toBeLessThan((fn.Properties.Timeout as number) * 1000);
+        }
+      });
+    });
+  });
+
+  describe('API', () => {
+    function method(stack: PaymentsStack, template: Template, httpMethod: string, resourcePath: string) {
+      const found = stack.api.api.methods.find((m) => m.httpMethod === httpMethod && m.resource.path === resourcePath);
+      if (!found) throw new Error(`no ${httpMethod} ${resourcePath}`);
+      return resourceOf(template, stack, l1(found)).Properties;
+    }
+
+    it('puts the TOKEN authorizer on the payments routes, and none on the webhook', () => {
+      each((stack, template) => {
+        const authorizerId = Object.keys(template.findResources('AWS::ApiGateway::Authorizer'))[0];
+        for (const [verb, route] of [
+          ['POST', '/payments'],
+          ['GET', '/payments/{id}'],
+        ] as const) {
+          expect(method(stack, template, verb, route)).toMatchObject({
+            AuthorizationType: 'CUSTOM',
+            AuthorizerId: { Ref: authorizerId },
+          });
+        }
+        const webhook = method(stack, template, 'POST', '/webhooks/processor');
+        expect(webhook.AuthorizationType).toBe('NONE');
+        expect(webhook.AuthorizerId).toBeUndefined();
+      });
+    });
+
+    it('authorizes the Authorization header through the authorizer function, caching the answer 5 minutes', () => {
+      each((stack, template) => {
+        template.resourceCountIs('AWS::ApiGateway::Authorizer', 1);
+        const authorizerFunction = stack.getLogicalId(l1(stack.functions.get('Authorizer')!.function));
+        template.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+          Type: 'TOKEN',
+          IdentitySource: 'method.request.header.Authorization',
+          AuthorizerResultTtlInSeconds: 300,
+        });
+        const [authorizer] = Object.values(template.findResources('AWS::ApiGateway::Authorizer'));
+        expect(JSON.stringify(authorizer?.Properties.AuthorizerUri)).toContain(`"${authorizerFunction}"`);
+      });
+    });
+
+    it('validates the create body as a JSON object before the function runs', () => {
+      each((stack, template) => {
+        const create = method(stack, template, 'POST', '/payments');
+        expect(create.RequestModels).toEqual({ 'application/json': { Ref: expect.any(String) } });
+        template.hasResourceProperties('AWS::ApiGateway::RequestValidator', {
+          ValidateRequestBody: true,
+          ValidateRequestParameters: true,
+        });
+        expect(method(stack, template, 'GET', '/payments/{id}').RequestParameters).toEqual({
+          'method.request.path.id': true,
+        });
+      });
+    });
+
+    it('throttles the stage per environment and logs access as JSON, execution errors only, no bodies', () => {
+      const limits = { dev: [10, 20], prod: [200, 400] };
+      for (const env of TESTED_ENVIRONMENTS) {
+        const template = synthesized.templates[env];
+        const [rate, burst] = limits[env];
+        const stage = Object.values(template.findResources('AWS::ApiGateway::Stage'))[0]!.Properties;
+        expect(stage.MethodSettings).toEqual([
+          {
+            HttpMethod: '*',
+            ResourcePath: '/*',
+            ThrottlingRateLimit: rate,
+            ThrottlingBurstLimit: burst,
+            LoggingLevel: 'ERROR',
+            DataTraceEnabled: false,
+          },
+        ]);
+        const format = JSON.parse(stage.AccessLogSetting.Format);
+        expect(format).toMatchObject({ requestId: '$context.requestId', status: '$context.status' });
+        expect(stage.AccessLogSetting.DestinationArn).toBeDefined();
+        expect(stage.TracingEnabled ?? false).toBe(env === 'prod');
+      }
+    });
+
+    it('answers its own errors as RFC 9457 problems', () => {
+      each((_, template) => {
+        for (const type of ['DEFAULT_4XX', 'DEFAULT_5XX']) {
+          template.hasResourceProperties('AWS::ApiGateway::GatewayResponse', {
+            ResponseType: type,
+            ResponseParameters: { 'gatewayresponse.header.Content-Type': "'application/problem+json'" },
+          });
+        }
+      });
+    });
+
+    it('sits behind a WAF web ACL', () => {
+      each((stack, template) => {
+        template.resourceCountIs('AWS::WAFv2::WebACLAssociation', 1);
+        const association = Object.values(template.findResources('AWS::WAFv2::WebACLAssociation'))[0]!;
+        expect(JSON.stringify(association.Properties.ResourceArn)).toContain(
+          `"${stack.getLogicalId(l1(stack.api.api.deploymentStage))}"`,
+        );
+      });
+    });
+  });
+
+  describe('alarms', () => {
+    function alarmsOn(template: Template, metricName: string): CfnResourceJson[] {
+      const alarms = template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: metricName } });
+      return Object.values(alarms) as CfnResourceJson[];
+    }
+
+    it("alarms on each function's errors and throttles, on any dead letter, and on API 5xx", () => {
+      each((_, template) => {
+        expect(alarmsOn(template, 'Errors')).toHaveLength(FUNCTION_IDS.length);
+        expect(alarmsOn(template, 'Throttles')).toHaveLength(FUNCTION_IDS.length);
+        expect(alarmsOn(template, '5XXError')).toHaveLength(1);
+        const [deadLetters] = alarmsOn(template, 'ApproximateNumberOfMessagesVisible');
+        expect(deadLetters?.Properties).toMatchObject({
+          Namespace: 'AWS/SQS',
+          Threshold: 0,
+          ComparisonOperator: 'GreaterThanThreshold',
+        });
+      });
+    });
+
+    it('sends prod alarms to the on-call e-mail through SNS, and dev alarms nowhere', () => {
+      const { dev, prod } = synthesized.templates;
+      prod.resourceCountIs('AWS::SNS::Topic', 1);
+      prod.hasResourceProperties('AWS::SNS::Subscription', {
+        Protocol: 'email',
+        Endpoint: Match.stringLikeRegexp('@'),
+      });
+      const topic = Object.keys(prod.findResources('AWS::SNS::Topic'))[0];
+      prod.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [{ Ref: topic }] });
+      dev.resourceCountIs('AWS::SNS::Topic', 0);
+      dev.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: Match.absent() });
+    });
+  });
+
+  describe('environments', () => {
+    it('names each stack after its environment and tags its resources with it', () => {
+      for (const env of TESTED_ENVIRONMENTS) {
+        const stack = synthesized.stacks[env];
+        expect(stack.stackName).toBe(`Keystone-${env}`);
+        synthesized.templates[env].allResourcesProperties('AWS::DynamoDB::Table', {
+          Tags: Match.arrayWith([{ Key: 'Environment', Value: env }]),
+        });
+      }
+      expect(synthesized.stacks.prod.terminationProtection).toBe(true);
+      expect(synthesized.stacks.dev.terminationProtection).toBe(false);
+    });
+  });
+});

@@ -1,0 +1,101 @@
+import { App } from 'aws-cdk-lib';
+import { ENVIRONMENT_NAMES, type EnvironmentConfig, environments } from '../../lib/infra/environments';
+import { serviceFunctions } from '../../lib/infra/functions';
+import { PaymentsStack } from '../../lib/infra/payments-stack';
+import {
+  assertTiming,
+  functionTimeoutSeconds,
+  settlementVisibilityTimeoutSeconds,
+  timingViolations,
+} from '../../lib/infra/timing';
+
+/** prod with some timings changed. */
+function prodWith(change: {
+  idempotency?: Partial<EnvironmentConfig['idempotency']>;
+  timeouts?: Partial<EnvironmentConfig['timeouts']>;
+}): EnvironmentConfig {
+  const prod = environments.prod;
+  return {
+    ...prod,
+    idempotency: { ...prod.idempotency, ...change.idempotency },
+    timeouts: { ...prod.timeouts, ...change.timeouts },
+  };
+}
+
+describe('timingViolations', () => {
+  it.each(ENVIRONMENT_NAMES)('finds none in %s', (name) => {
+    expect(timingViolations(environments[name], serviceFunctions)).toEqual([]);
+  });
+
+  it('rejects a lease that a function can outlive', () => {
+    const violations = timingViolations(prodWith({ idempotency: { leaseSeconds: 30 } }), serviceFunctions);
+    expect(violations).toEqual(["lease (30s) must be longer than SettlementConsumer's timeout (30s)"]);
+  });
+
+  it('rejects an API function that API Gateway outwaits', () => {
+    const violations = timingViolations(prodWith({ timeouts: { apiIntegrationSeconds: 12 } }), serviceFunctions);
+    expect(violations).toEqual([
+      "PaymentsCreate's timeout (12s) must be longer than the API integration timeout (12s)",
+      "PaymentsGet's timeout (12s) must be longer than the API integration timeout (12s)",
+      "WebhookReceiver's timeout (12s) must be longer than the API integration timeout (12s)",
+    ]);
+  });
+
+  it('rejects a processor timeout the payments function cannot wait for', () => {
+    const violations = timingViolations(prodWith({ timeouts: { processorMilliseconds: 12_000 } }), serviceFunctions);
+    expect(violations).toEqual(["processor timeout (12000ms) must be shorter than PaymentsCreate's timeout (12s)"]);
+  });
+
+  it('rejects records that expire while still leased', () => {
+    const violations = timingViolations(prodWith({ idempotency: { ttlSeconds: 60 } }), serviceFunctions);
+    expect(violations).toEqual(['ttl (60s) must be longer than the lease (60s)']);
+  });
+
+  it('rejects a lease that outlasts the visibility timeout of a redelivered settlement', () => {
+    const config = prodWith({ idempotency: { leaseSeconds: 200 } });
+    expect(settlementVisibilityTimeoutSeconds(config)).toBe(180);
+    expect(timingViolations(config, serviceFunctions)).toEqual([
+      'lease (200s) must not exceed the settlement visibility timeout (180s)',
+    ]);
+  });
+
+  it("rejects an integration timeout beyond API Gateway's 29 s, and non-integer seconds", () => {
+    expect(timingViolations(prodWith({ timeouts: { apiIntegrationSeconds: 30, apiFunctionSeconds: 40 } }), [])).toEqual(
+      ["API integration timeout 30s exceeds API Gateway's 29s maximum"],
+    );
+    expect(timingViolations(prodWith({ timeouts: { authorizerSeconds: 2.5 } }), [])).toEqual([
+      'authorizerSeconds must be a positive integer, got 2.5',
+    ]);
+  });
+});
+
+describe('functionTimeoutSeconds', () => {
+  it('takes the timeout for what invokes the function', () => {
+    const timeouts = Object.fromEntries(
+      serviceFunctions.map((spec) => [spec.id, functionTimeoutSeconds(spec, environments.prod)]),
+    );
+    expect(timeouts).toEqual({
+      PaymentsCreate: 12,
+      PaymentsGet: 12,
+      Authorizer: 5,
+      WebhookReceiver: 12,
+      SettlementConsumer: 30,
+    });
+  });
+});
+
+describe('assertTiming', () => {
+  it('names the environment and every violation', () => {
+    const config = prodWith({ idempotency: { leaseSeconds: 10, ttlSeconds: 5 } });
+    expect(() => assertTiming(config, serviceFunctions)).toThrow(
+      /Environment 'prod' has inconsistent timeouts:\n {2}- ttl \(5s\) must be longer than the lease \(10s\)\n/,
+    );
+  });
+
+  it('stops PaymentsStack before it builds anything', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const config = prodWith({ idempotency: { leaseSeconds: 10 } });
+    expect(() => new PaymentsStack(app, 'Broken', { config })).toThrow(/inconsistent timeouts/);
+    expect(app.node.children).toHaveLength(0);
+  });
+});
