@@ -116,17 +116,25 @@ async function waitUntilReady(endpoint: string, timeoutMs: number, exited: Promi
 
 async function killGroup(child: ChildProcess, pid: number, exited: Promise<number | null>): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
+  // The child was unref'd so it never holds its parent open; while we wait for it to die it must, or Node may
+  // find its event loop empty mid-await and exit on the spot (with code 0, hiding a test run's failure).
+  child.ref();
   try {
     process.kill(-pid, 'SIGTERM');
   } catch {
     return; // already gone
   }
-  const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 3000).unref());
-  if ((await Promise.race([exited, timer])) === 'timeout') {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), 3000);
+  });
+  if ((await Promise.race([exited, timeout])) === 'timeout') {
     try {
       process.kill(-pid, 'SIGKILL');
     } catch {
       // already gone
     }
+    await exited;
   }
+  clearTimeout(timer);
 }
