@@ -1,6 +1,7 @@
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
+  IdempotentParameterMismatchException,
   TransactionCanceledException,
   TransactionConflictException,
 } from '@aws-sdk/client-dynamodb';
@@ -194,9 +195,18 @@ export class IdempotencyStore {
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       },
     };
-    // The lease token doubles as the transaction's ClientRequestToken: if the SDK retries a commit whose reply was
-    // lost, DynamoDB answers success instead of failing the (already satisfied) condition.
-    await this.transact(lease.key, [...effects, completion], lease.leaseToken);
+    // The lease token doubles as the transaction's ClientRequestToken, so a commit whose reply was lost can be
+    // called again by the caller: the same request is answered with success, not a failed (satisfied) condition.
+    try {
+      await this.transact(lease.key, [...effects, completion], lease.leaseToken);
+    } catch (error) {
+      if (!(error instanceof IdempotentParameterMismatchException)) throw error;
+      // The token was used within the last 10 minutes with other parameters (a later completedAt): the first call
+      // landed if the record is completed under our lease; anything else means we lost it.
+      const current = await this.get(lease.key);
+      if (current?.status === RecordStatus.Completed && current.leaseToken === lease.leaseToken) return;
+      throw new LeaseLostError(lease.key, { cause: current });
+    }
   }
 
   /**
@@ -334,7 +344,7 @@ export class IdempotencyStore {
       );
       return { kind: 'acquired', lease: leaseOf(record, false) };
     } catch (error) {
-      return this.seenAfterFailedWrite(key, error);
+      return this.ownWriteOr(await this.seenAfterFailedWrite(key, error), record, false);
     }
   }
 
@@ -385,8 +395,27 @@ export class IdempotencyStore {
       };
       return { kind: 'acquired', lease: leaseOf(record, true) };
     } catch (error) {
-      return this.seenAfterFailedWrite(previous.key, error);
+      const record: IdempotencyRecord = {
+        ...previous,
+        status: RecordStatus.InProgress,
+        leaseToken,
+        leaseExpiresAt,
+        expiresAt,
+        attempt: previous.attempt + 1,
+      };
+      return this.ownWriteOr(await this.seenAfterFailedWrite(previous.key, error), record, true);
     }
+  }
+
+  /**
+   * If the SDK retried a write whose reply was lost, the retry fails its condition against the record the first
+   * attempt wrote: our own lease token. That is our claim, not someone else's in-flight request.
+   */
+  private ownWriteOr(seen: Seen, written: IdempotencyRecord, takeover: boolean): Seen {
+    if (seen.kind === 'record' && seen.record?.leaseToken === written.leaseToken) {
+      return { kind: 'acquired', lease: leaseOf(written, takeover) };
+    }
+    return seen;
   }
 
   /** The record is still exactly as we saw it: same lease token, same status. */
@@ -447,7 +476,10 @@ export class IdempotencyStore {
   private assertStorable(response: StoredResponse): void {
     const bytes =
       Buffer.byteLength(response.body) +
-      Object.entries(response.headers).reduce((sum, [name, value]) => sum + name.length + value.length, 0);
+      Object.entries(response.headers).reduce(
+        (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value),
+        0,
+      );
     if (bytes > this.maxResponseBytes) throw new ResponseTooLargeError(bytes, this.maxResponseBytes);
   }
 }

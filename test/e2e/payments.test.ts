@@ -166,11 +166,14 @@ describe('POST /payments over the local stack', () => {
 
 describe('crashes and expiry', () => {
   it('makes one charge when the API dies during a slow processor call and the client retries after the lease', async () => {
-    const env = stackEnv({ IDEMPOTENCY_LEASE_SECONDS: '2', IDEMPOTENCY_TTL_SECONDS: '60' });
+    // The lease must outlast the restart even on a loaded machine, so the first retry provably meets it.
+    const leaseMs = 8000;
+    const env = stackEnv({ IDEMPOTENCY_LEASE_SECONDS: String(leaseMs / 1000), IDEMPOTENCY_TTL_SECONDS: '60' });
     const crashing = await startStackProcess(env);
     const port = Number(new URL(crashing.url).port);
     const key = randomUUID();
     await fault({ mode: 'delay', ms: 2500, count: 1 });
+    const claimedAt = Date.now();
     const doomed = pay({ key, url: crashing.url }).catch((error: unknown) => error);
     await new Promise((resolve) => setTimeout(resolve, 700));
     await crashing.crash();
@@ -180,7 +183,7 @@ describe('crashes and expiry', () => {
     try {
       const during = await pay({ key, url: restarted.url });
       expect(during.status).toBe(409); // the dead owner's lease still holds
-      await new Promise((resolve) => setTimeout(resolve, 2200));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedAt + leaseMs + 300 - Date.now())));
       const retry = await pay({ key, url: restarted.url });
       expect(retry.status).toBe(201);
       const payment = (await retry.json()) as { id: string; charge_id: string };

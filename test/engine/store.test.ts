@@ -144,6 +144,69 @@ describe('claim', () => {
   });
 });
 
+describe('a write whose reply is lost', () => {
+  /** Lets the first request of the given command reach DynamoDB, then loses its reply, so the SDK retries it. */
+  function loseFirstReply(commandName: string, maxAttempts = 3) {
+    const lossy = localClient({ maxAttempts });
+    let lost = false;
+    lossy.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        if (!lost && context.commandName === commandName) {
+          lost = true;
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', $retryable: {} });
+        }
+        return result;
+      },
+      { step: 'deserialize', name: 'loseFirstReply' },
+    );
+    return { client: lossy, wasLost: () => lost };
+  }
+
+  it('recognizes its own claim when the SDK retries a put that already landed', async () => {
+    const { client: lossy, wasLost } = loseFirstReply('PutItemCommand');
+    const s = new IdempotencyStore({ client: localDocumentClient(lossy), tableName: table, leaseSeconds: 30 });
+    const outcome = await s.claim(newKey(), 'fp');
+    expect(wasLost()).toBe(true);
+    expect(outcome.kind).toBe('acquired');
+    lossy.destroy();
+  });
+
+  it('recognizes its own takeover when the SDK retries an update that already landed', async () => {
+    const clock = new FakeClock();
+    const key = newKey();
+    const first = await store(clock).claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    clock.advance(30_001);
+    const { client: lossy, wasLost } = loseFirstReply('UpdateItemCommand');
+    const s = new IdempotencyStore({ client: localDocumentClient(lossy), tableName: table, clock, leaseSeconds: 30 });
+    const outcome = await s.claim(key, 'fp');
+    expect(wasLost()).toBe(true);
+    expect(outcome).toMatchObject({
+      kind: 'acquired',
+      lease: { takeover: true, downstreamKey: first.lease.downstreamKey },
+    });
+    lossy.destroy();
+  });
+
+  it('commits once when the caller retries a commit whose reply was lost after the SDK gave up', async () => {
+    // The SDK fills in a ClientRequestToken of its own and reuses it across its own retries; a caller that calls
+    // commit again would get a new one and fail the (already satisfied) condition. The lease token as the token
+    // makes the second call a success too.
+    const { client: lossy, wasLost } = loseFirstReply('TransactWriteItemsCommand', 1);
+    const s = new IdempotencyStore({ client: localDocumentClient(lossy), tableName: table, leaseSeconds: 30 });
+    const key = newKey();
+    const claimed = await s.claim(key, 'fp');
+    if (claimed.kind !== 'acquired') throw new Error('expected to acquire');
+    await expect(s.commit(claimed.lease, created, [paymentRow(key, 'once')])).rejects.toThrow('socket hang up');
+    expect(wasLost()).toBe(true);
+    await s.commit(claimed.lease, created, [paymentRow(key, 'once')]);
+    expect(await paymentRows(key)).toBe(1);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay' });
+    lossy.destroy();
+  });
+});
+
 describe('takeover', () => {
   it('gives an expired lease to exactly one of two concurrent takers, keeping the downstream key', async () => {
     const clock = new FakeClock();
