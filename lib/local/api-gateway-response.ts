@@ -26,16 +26,26 @@ export const GATEWAY_RESPONSES = {
 
 export type GatewayResponse = (typeof GATEWAY_RESPONSES)[keyof typeof GATEWAY_RESPONSES];
 
-/** Writes one of API Gateway's own responses: a fixed JSON body, never anything from the handler. */
+/**
+ * How API Gateway's own errors are written: `aws-default` is a REST API's out-of-the-box `{"message": ...}`;
+ * `problem` mirrors the deployed stack's DEFAULT_4XX/5XX gateway responses (lib/infra/api.ts), an RFC 9457 body.
+ */
+export type GatewayResponseFormat = 'aws-default' | 'problem';
+
+/** Writes one of API Gateway's own responses: a fixed body, never anything from the handler. */
 export function writeGatewayResponse(
   res: ServerResponse,
   response: GatewayResponse,
   requestId: string,
   extraHeaders: Record<string, string> = {},
+  format: GatewayResponseFormat = 'aws-default',
 ): void {
-  const body = JSON.stringify({ message: response.message });
+  const body =
+    format === 'problem'
+      ? JSON.stringify({ type: 'about:blank', title: response.message, requestId })
+      : JSON.stringify({ message: response.message });
   res.writeHead(response.statusCode, {
-    'Content-Type': 'application/json',
+    'Content-Type': format === 'problem' ? 'application/problem+json' : 'application/json',
     'Content-Length': Buffer.byteLength(body),
     'x-amzn-RequestId': requestId,
     'x-amzn-ErrorType': response.errorType,

@@ -4,7 +4,14 @@ import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { type AuthorizerCache, authorize } from './api-gateway-authorizer';
 import { buildProxyEvent, type GatewayRequest, headerValue } from './api-gateway-event';
-import { GATEWAY_RESPONSES, malformedReason, writeGatewayResponse, writeProxyResult } from './api-gateway-response';
+import {
+  GATEWAY_RESPONSES,
+  type GatewayResponse,
+  type GatewayResponseFormat,
+  malformedReason,
+  writeGatewayResponse,
+  writeProxyResult,
+} from './api-gateway-response';
 import { type CompiledRoute, compileRoutes, matchRoute, type Route } from './api-gateway-routes';
 import { DEFAULT_FUNCTION_TIMEOUT_MS, LOCAL_ACCOUNT_ID, LOCAL_REGION } from './lambda-context';
 import { invokeLambda } from './lambda-invoke';
@@ -36,6 +43,8 @@ export interface ApiGatewayOptions {
   maxPayloadBytes?: number;
   /** Where handler errors and timeouts go (never to the client). Default: the console. */
   log?: LocalLog;
+  /** How the gateway's own errors look; match the deployed API's gateway responses. Default `aws-default`. */
+  gatewayResponseFormat?: GatewayResponseFormat;
 }
 
 /** A running local API Gateway. */
@@ -84,6 +93,7 @@ class LocalApiGateway {
   private readonly maxPayloadBytes: number;
   private readonly binaryMediaTypes: readonly string[];
   private readonly log: LocalLog;
+  private readonly gatewayResponseFormat: GatewayResponseFormat;
   private readonly authorizerCache: AuthorizerCache = new WeakMap();
   /** Requests being answered and handlers still running (also after a 504), so close() can wait for them. */
   private readonly running = new Set<Promise<void>>();
@@ -97,6 +107,7 @@ class LocalApiGateway {
     this.maxPayloadBytes = options.maxPayloadBytes ?? MAX_PAYLOAD_BYTES;
     this.binaryMediaTypes = options.binaryMediaTypes ?? [];
     this.log = options.log ?? consoleLog;
+    this.gatewayResponseFormat = options.gatewayResponseFormat ?? 'aws-default';
     this.server = createServer((req, res) => {
       this.track(this.handle(req, res).catch((error: unknown) => this.failUnexpectedly(res, error)));
     });
@@ -111,6 +122,15 @@ class LocalApiGateway {
         resolve({ url: `http://127.0.0.1:${this.port}`, port: this.port, close: () => this.close() });
       });
     });
+  }
+
+  private gatewayResponse(
+    res: ServerResponse,
+    response: GatewayResponse,
+    requestId: string,
+    extraHeaders: Record<string, string> = {},
+  ): void {
+    writeGatewayResponse(res, response, requestId, extraHeaders, this.gatewayResponseFormat);
   }
 
   private async close(): Promise<void> {
@@ -129,16 +149,16 @@ class LocalApiGateway {
     const match = matchRoute(this.routes, method, rawPath);
     if (match.kind === 'not-found') {
       req.resume();
-      return writeGatewayResponse(res, GATEWAY_RESPONSES.notFound, scope.requestId);
+      return this.gatewayResponse(res, GATEWAY_RESPONSES.notFound, scope.requestId);
     }
     if (match.kind === 'method-not-allowed') {
       req.resume();
       const allow = { Allow: match.allowed.join(', ') };
-      return writeGatewayResponse(res, GATEWAY_RESPONSES.methodNotAllowed, scope.requestId, allow);
+      return this.gatewayResponse(res, GATEWAY_RESPONSES.methodNotAllowed, scope.requestId, allow);
     }
 
     const body = await readBody(req, this.maxPayloadBytes);
-    if (body === 'too-large') return writeGatewayResponse(res, GATEWAY_RESPONSES.requestTooLarge, scope.requestId);
+    if (body === 'too-large') return this.gatewayResponse(res, GATEWAY_RESPONSES.requestTooLarge, scope.requestId);
 
     const { route } = match.compiled;
     let authorizerContext: Record<string, string | number> | null = null;
@@ -152,13 +172,13 @@ class LocalApiGateway {
         now: Date.now,
       });
       if (outcome.kind === 'unauthorized') {
-        return writeGatewayResponse(res, GATEWAY_RESPONSES.unauthorized, scope.requestId);
+        return this.gatewayResponse(res, GATEWAY_RESPONSES.unauthorized, scope.requestId);
       }
       if (outcome.kind === 'forbidden') {
-        return writeGatewayResponse(res, GATEWAY_RESPONSES.accessDenied, scope.requestId);
+        return this.gatewayResponse(res, GATEWAY_RESPONSES.accessDenied, scope.requestId);
       }
       if (outcome.kind === 'misconfigured') {
-        return writeGatewayResponse(res, GATEWAY_RESPONSES.authorizerConfiguration, scope.requestId);
+        return this.gatewayResponse(res, GATEWAY_RESPONSES.authorizerConfiguration, scope.requestId);
       }
       authorizerContext = outcome.authorizerContext;
     }
@@ -212,20 +232,20 @@ class LocalApiGateway {
         `integration timed out after ${integrationTimeoutMs} ms; the handler is still running`,
         logDetails,
       );
-      return writeGatewayResponse(res, GATEWAY_RESPONSES.integrationTimeout, scope.requestId);
+      return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationTimeout, scope.requestId);
     }
     if (outcome.kind === 'threw') {
       this.log.error('handler failed', { ...logDetails, error: outcome.error });
-      return writeGatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
+      return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
     }
     if (outcome.kind === 'timed-out') {
       this.log.error(`Task timed out after ${outcome.timeoutMs} ms`, logDetails);
-      return writeGatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
+      return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
     }
     const malformed = malformedReason(outcome.value);
     if (malformed) {
       this.log.error(`Malformed Lambda proxy response: ${malformed}`, { ...logDetails, result: outcome.value });
-      return writeGatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
+      return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
     }
     writeProxyResult(res, outcome.value as APIGatewayProxyResult, scope.requestId);
   }
@@ -244,7 +264,7 @@ class LocalApiGateway {
   /** A bug in the emulator itself: log it, and answer like API Gateway's own internal error if still possible. */
   private failUnexpectedly(res: ServerResponse, error: unknown): void {
     this.log.error('local API Gateway failed', { error });
-    if (!res.headersSent) writeGatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, 'unknown');
+    if (!res.headersSent) this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, 'unknown');
     else res.destroy();
   }
 }

@@ -188,6 +188,8 @@ async function startApi(port: number, env: Env, log: LocalLog): Promise<ApiGatew
     routes,
     integrationTimeoutMs: Math.min(INTEGRATION_TIMEOUT_MS, timeoutMs - 500),
     functionTimeoutMs: timeoutMs,
+    // The deployed API answers its own errors (401, 504, ...) as problem+json; so does the local one.
+    gatewayResponseFormat: 'problem',
     log,
   });
 }

@@ -158,8 +158,11 @@ describe('POST /payments over the local stack', () => {
     expect(await replay.text()).toBe(await declined.text());
   });
 
-  it('answers 401 for a missing or unknown API key', async () => {
-    expect((await fetch(`${stack.url}/payments`, { method: 'POST', body: '{}' })).status).toBe(401);
+  it('answers 401 problem+json for a missing or unknown API key, as the deployed gateway responses do', async () => {
+    const missing = await fetch(`${stack.url}/payments`, { method: 'POST', body: '{}' });
+    expect(missing.status).toBe(401);
+    expect(missing.headers.get('content-type')).toBe('application/problem+json');
+    expect(await missing.json()).toMatchObject({ type: 'about:blank', title: 'Unauthorized' });
     expect((await pay({ key: randomUUID(), apiKey: 'sk_test_unknown' })).status).toBe(401);
   });
 });
