@@ -354,10 +354,16 @@ export class IdempotencyStore {
    * effect the dead owner may have made elsewhere is found again under the same key, not repeated.
    */
   private async takeOver(previous: IdempotencyRecord, now: number): Promise<Seen> {
-    const leaseToken = this.ids.leaseToken();
     const leaseExpiresAt = now + this.leaseMs;
-    // Keep the record alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
-    const expiresAt = Math.max(previous.expiresAt, Math.ceil(leaseExpiresAt / 1000));
+    const record: IdempotencyRecord = {
+      ...previous,
+      status: RecordStatus.InProgress,
+      leaseToken: this.ids.leaseToken(),
+      leaseExpiresAt,
+      // Keep the record alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
+      expiresAt: Math.max(previous.expiresAt, Math.ceil(leaseExpiresAt / 1000)),
+      attempt: previous.attempt + 1,
+    };
     const condition = this.ownedByCondition(previous);
     try {
       await this.client.send(
@@ -377,32 +383,16 @@ export class IdempotencyStore {
           ExpressionAttributeValues: {
             ...condition.ExpressionAttributeValues,
             ':inProgress': RecordStatus.InProgress,
-            ':newToken': leaseToken,
-            ':leaseExpiresAt': leaseExpiresAt,
-            ':expiresAt': expiresAt,
+            ':newToken': record.leaseToken,
+            ':leaseExpiresAt': record.leaseExpiresAt,
+            ':expiresAt': record.expiresAt,
             ':one': 1,
           },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      const record: IdempotencyRecord = {
-        ...previous,
-        status: RecordStatus.InProgress,
-        leaseToken,
-        leaseExpiresAt,
-        expiresAt,
-        attempt: previous.attempt + 1,
-      };
       return { kind: 'acquired', lease: leaseOf(record, true) };
     } catch (error) {
-      const record: IdempotencyRecord = {
-        ...previous,
-        status: RecordStatus.InProgress,
-        leaseToken,
-        leaseExpiresAt,
-        expiresAt,
-        attempt: previous.attempt + 1,
-      };
       return this.ownWriteOr(await this.seenAfterFailedWrite(previous.key, error), record, true);
     }
   }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { EffectConditionFailedError, LeaseLostError, ResponseTooLargeError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
-import { RecordStatus, type StoredResponse } from '../../lib/engine/record';
+import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
 import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
 import { idempotencyTable, paymentsTable } from '../../lib/tables/definitions';
 import { createTestTable, localClient, localDocumentClient } from '../support/dynamodb';
@@ -48,6 +48,13 @@ async function paymentRows(pk: string): Promise<number> {
   return Items?.length ?? 0;
 }
 
+/** Claims a key that the test expects to be free (or takeable): the lease, or a failed test. */
+async function acquire(s: IdempotencyStore, key: string, fp = 'fp'): Promise<Lease> {
+  const outcome = await s.claim(key, fp);
+  if (outcome.kind !== 'acquired') throw new Error(`expected to acquire ${key}, got ${outcome.kind}`);
+  return outcome.lease;
+}
+
 describe('claim', () => {
   it('lets exactly one of 50 concurrent claims win, and exactly one effect commit', async () => {
     const key = newKey();
@@ -67,9 +74,8 @@ describe('claim', () => {
   it('replays a completed record in one round trip', async () => {
     const key = newKey();
     const s = store();
-    const first = await s.claim(key, 'fp');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
-    await s.commit(first.lease, created);
+    const first = await acquire(s, key);
+    await s.commit(first, created);
     requests.reset();
     const replay = await s.claim(key, 'fp');
     expect(replay).toMatchObject({ kind: 'replay', response: created });
@@ -88,10 +94,9 @@ describe('claim', () => {
   it('reports a mismatch for the same key with another fingerprint, in flight or completed', async () => {
     const key = newKey();
     const s = store();
-    const first = await s.claim(key, 'fp');
+    const first = await acquire(s, key);
     expect((await s.claim(key, 'other')).kind).toBe('mismatch');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
-    await s.commit(first.lease, created);
+    await s.commit(first, created);
     expect((await s.claim(key, 'other')).kind).toBe('mismatch');
   });
 
@@ -100,26 +105,24 @@ describe('claim', () => {
     const s = store();
     const a = scopedKey({ accountId: 'acct_a', operation: 'POST /payments', key: clientKey });
     const b = scopedKey({ accountId: 'acct_b', operation: 'POST /payments', key: clientKey });
-    const claimA = await s.claim(a, 'fp');
-    if (claimA.kind !== 'acquired') throw new Error('expected to acquire');
-    await s.commit(claimA.lease, created);
+    const claimA = await acquire(s, a);
+    await s.commit(claimA, created);
     const claimB = await s.claim(b, 'other-body');
     expect(claimB.kind).toBe('acquired');
-    if (claimB.kind === 'acquired') expect(claimB.lease.downstreamKey).not.toBe(claimA.lease.downstreamKey);
+    if (claimB.kind === 'acquired') expect(claimB.lease.downstreamKey).not.toBe(claimA.downstreamKey);
   });
 
   it('treats a record past its expiry as new, with a new downstream key, even before TTL deletes it', async () => {
     const clock = new FakeClock();
     const s = store(clock, { ttlSeconds: 60 });
     const key = newKey();
-    const first = await s.claim(key, 'fp');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
-    await s.commit(first.lease, created);
+    const first = await acquire(s, key);
+    await s.commit(first, created);
     clock.advance(61_000);
     const again = await s.claim(key, 'a different body is fine after expiry');
     expect(again.kind).toBe('acquired');
     if (again.kind === 'acquired') {
-      expect(again.lease.downstreamKey).not.toBe(first.lease.downstreamKey);
+      expect(again.lease.downstreamKey).not.toBe(first.downstreamKey);
       expect(again.lease.takeover).toBe(false);
     }
   });
@@ -127,9 +130,8 @@ describe('claim', () => {
   it('waits for an in-flight original when asked, and replays its result', async () => {
     const key = newKey();
     const s = store(new FakeClock());
-    const first = await s.claim(key, 'fp');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
-    setTimeout(() => void s.commit(first.lease, created), 150);
+    const first = await acquire(s, key);
+    setTimeout(() => void s.commit(first, created), 150);
     const waited = await s.claim(key, 'fp', { waitMs: 3000 });
     expect(waited).toMatchObject({ kind: 'replay', response: created });
   });
@@ -175,8 +177,7 @@ describe('a write whose reply is lost', () => {
   it('recognizes its own takeover when the SDK retries an update that already landed', async () => {
     const clock = new FakeClock();
     const key = newKey();
-    const first = await store(clock).claim(key, 'fp');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    const first = await acquire(store(clock), key);
     clock.advance(30_001);
     const { client: lossy, wasLost } = loseFirstReply('UpdateItemCommand');
     const s = new IdempotencyStore({ client: localDocumentClient(lossy), tableName: table, clock, leaseSeconds: 30 });
@@ -184,7 +185,7 @@ describe('a write whose reply is lost', () => {
     expect(wasLost()).toBe(true);
     expect(outcome).toMatchObject({
       kind: 'acquired',
-      lease: { takeover: true, downstreamKey: first.lease.downstreamKey },
+      lease: { takeover: true, downstreamKey: first.downstreamKey },
     });
     lossy.destroy();
   });
@@ -196,11 +197,10 @@ describe('a write whose reply is lost', () => {
     const { client: lossy, wasLost } = loseFirstReply('TransactWriteItemsCommand', 1);
     const s = new IdempotencyStore({ client: localDocumentClient(lossy), tableName: table, leaseSeconds: 30 });
     const key = newKey();
-    const claimed = await s.claim(key, 'fp');
-    if (claimed.kind !== 'acquired') throw new Error('expected to acquire');
-    await expect(s.commit(claimed.lease, created, [paymentRow(key, 'once')])).rejects.toThrow('socket hang up');
+    const claimed = await acquire(s, key);
+    await expect(s.commit(claimed, created, [paymentRow(key, 'once')])).rejects.toThrow('socket hang up');
     expect(wasLost()).toBe(true);
-    await s.commit(claimed.lease, created, [paymentRow(key, 'once')]);
+    await s.commit(claimed, created, [paymentRow(key, 'once')]);
     expect(await paymentRows(key)).toBe(1);
     expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay' });
     lossy.destroy();
@@ -212,8 +212,7 @@ describe('takeover', () => {
     const clock = new FakeClock();
     const s = store(clock);
     const key = newKey();
-    const dead = await s.claim(key, 'fp');
-    if (dead.kind !== 'acquired') throw new Error('expected to acquire');
+    const dead = await acquire(s, key);
     clock.advance(30_001);
     const [one, two] = await Promise.all([s.claim(key, 'fp'), s.claim(key, 'fp')]);
     const winners = [one, two].filter((outcome) => outcome.kind === 'acquired');
@@ -222,8 +221,8 @@ describe('takeover', () => {
     const winner = winners[0];
     if (winner?.kind !== 'acquired') throw new Error('expected a winner');
     expect(winner.lease.takeover).toBe(true);
-    expect(winner.lease.downstreamKey).toBe(dead.lease.downstreamKey);
-    expect(winner.lease.leaseToken).not.toBe(dead.lease.leaseToken);
+    expect(winner.lease.downstreamKey).toBe(dead.downstreamKey);
+    expect(winner.lease.leaseToken).not.toBe(dead.leaseToken);
     expect(winner.lease.attempt).toBe(2);
   });
 
@@ -231,18 +230,16 @@ describe('takeover', () => {
     const clock = new FakeClock();
     const s = store(clock);
     const key = newKey();
-    const stale = await s.claim(key, 'fp');
-    if (stale.kind !== 'acquired') throw new Error('expected to acquire');
+    const stale = await acquire(s, key);
     clock.advance(30_001);
-    const current = await s.claim(key, 'fp');
-    if (current.kind !== 'acquired') throw new Error('expected a takeover');
+    const current = await acquire(s, key);
 
-    await expect(s.commit(stale.lease, created, [paymentRow(key, 'stale')])).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(s.commit(stale, created, [paymentRow(key, 'stale')])).rejects.toBeInstanceOf(LeaseLostError);
     expect(await paymentRows(key)).toBe(0);
 
-    await s.commit(current.lease, created, [paymentRow(key, 'current')]);
+    await s.commit(current, created, [paymentRow(key, 'current')]);
     expect(await paymentRows(key)).toBe(1);
-    await expect(s.commit(stale.lease, created, [paymentRow(key, 'late')])).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(s.commit(stale, created, [paymentRow(key, 'late')])).rejects.toBeInstanceOf(LeaseLostError);
     expect(await paymentRows(key)).toBe(1);
   });
 
@@ -250,10 +247,9 @@ describe('takeover', () => {
     const clock = new FakeClock();
     const s = store(clock);
     const key = newKey();
-    const slow = await s.claim(key, 'fp');
-    if (slow.kind !== 'acquired') throw new Error('expected to acquire');
+    const slow = await acquire(s, key);
     clock.advance(45_000);
-    await s.commit(slow.lease, created, [paymentRow(key, 'slow')]);
+    await s.commit(slow, created, [paymentRow(key, 'slow')]);
     expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay' });
   });
 });
@@ -262,14 +258,13 @@ describe('release', () => {
   it('frees the key for a retry that keeps the fingerprint check and the downstream key', async () => {
     const s = store();
     const key = newKey();
-    const first = await s.claim(key, 'fp');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
-    expect(await s.release(first.lease)).toBe(true);
+    const first = await acquire(s, key);
+    expect(await s.release(first)).toBe(true);
     expect((await s.claim(key, 'other')).kind).toBe('mismatch');
     const retry = await s.claim(key, 'fp');
     expect(retry.kind).toBe('acquired');
     if (retry.kind === 'acquired') {
-      expect(retry.lease.downstreamKey).toBe(first.lease.downstreamKey);
+      expect(retry.lease.downstreamKey).toBe(first.downstreamKey);
       expect(retry.lease.takeover).toBe(true);
     }
   });
@@ -278,15 +273,13 @@ describe('release', () => {
     const clock = new FakeClock();
     const s = store(clock);
     const key = newKey();
-    const stale = await s.claim(key, 'fp');
-    if (stale.kind !== 'acquired') throw new Error('expected to acquire');
+    const stale = await acquire(s, key);
     clock.advance(30_001);
-    const current = await s.claim(key, 'fp');
-    if (current.kind !== 'acquired') throw new Error('expected a takeover');
-    expect(await s.release(stale.lease)).toBe(false);
+    const current = await acquire(s, key);
+    expect(await s.release(stale)).toBe(false);
     expect((await s.claim(key, 'fp')).kind).toBe('in_flight');
     const { Item } = await doc.send(new GetCommand({ TableName: table, Key: { pk: key } }));
-    expect(Item).toMatchObject({ status: RecordStatus.InProgress, leaseToken: current.lease.leaseToken });
+    expect(Item).toMatchObject({ status: RecordStatus.InProgress, leaseToken: current.leaseToken });
   });
 
   it('makes the Powertools duplicate-deletes-the-original race impossible', async () => {
@@ -295,23 +288,21 @@ describe('release', () => {
     // original keeps its claim through any number of duplicates.
     const s = store();
     const key = newKey();
-    const original = await s.claim(key, 'fp');
-    if (original.kind !== 'acquired') throw new Error('expected to acquire');
+    const original = await acquire(s, key);
     const duplicates = await Promise.all(Array.from({ length: 5 }, () => s.claim(key, 'fp')));
     expect(duplicates.map((d) => d.kind)).toEqual(Array(5).fill('in_flight'));
     const third = await s.claim(key, 'fp');
     expect(third.kind).toBe('in_flight');
-    await s.commit(original.lease, created, [paymentRow(key, 'once')]);
+    await s.commit(original, created, [paymentRow(key, 'once')]);
     expect(await paymentRows(key)).toBe(1);
   });
 
   it('cannot release a completed record', async () => {
     const s = store();
     const key = newKey();
-    const first = await s.claim(key, 'fp');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
-    await s.commit(first.lease, created);
-    expect(await s.release(first.lease)).toBe(false);
+    const first = await acquire(s, key);
+    await s.commit(first, created);
+    expect(await s.release(first)).toBe(false);
     expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay' });
   });
 });
@@ -320,8 +311,7 @@ describe('commit', () => {
   it('writes neither the effect nor the completion when an effect condition fails', async () => {
     const s = store();
     const key = newKey();
-    const first = await s.claim(key, 'fp');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    const first = await acquire(s, key);
     const blocked: EffectItem = {
       ConditionCheck: {
         TableName: effects,
@@ -329,7 +319,7 @@ describe('commit', () => {
         ConditionExpression: 'attribute_exists(pk)',
       },
     };
-    const error = await s.commit(first.lease, created, [paymentRow(key, 'p'), blocked]).catch((e: unknown) => e);
+    const error = await s.commit(first, created, [paymentRow(key, 'p'), blocked]).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EffectConditionFailedError);
     expect((error as EffectConditionFailedError).index).toBe(1);
     expect(await paymentRows(key)).toBe(0);
@@ -339,20 +329,18 @@ describe('commit', () => {
   it('refuses a response too large for an item, writing nothing', async () => {
     const s = store();
     const key = newKey();
-    const first = await s.claim(key, 'fp');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    const first = await acquire(s, key);
     const huge = { ...created, body: 'x'.repeat(400 * 1024) };
-    await expect(s.commit(first.lease, huge, [paymentRow(key, 'p')])).rejects.toBeInstanceOf(ResponseTooLargeError);
+    await expect(s.commit(first, huge, [paymentRow(key, 'p')])).rejects.toBeInstanceOf(ResponseTooLargeError);
     expect(await paymentRows(key)).toBe(0);
   });
 
   it('is one TransactWriteItems round trip', async () => {
     const s = store();
     const key = newKey();
-    const first = await s.claim(key, 'fp');
-    if (first.kind !== 'acquired') throw new Error('expected to acquire');
+    const first = await acquire(s, key);
     requests.reset();
-    await s.commit(first.lease, created, [paymentRow(key, 'p')]);
+    await s.commit(first, created, [paymentRow(key, 'p')]);
     expect(requests.sent).toEqual(['TransactWriteItemsCommand']);
   });
 });
@@ -394,11 +382,10 @@ describe('claimAndCommit (one-shot local effects)', () => {
   it('completes a released record, reusing its downstream key', async () => {
     const s = store();
     const key = newKey();
-    const claimed = await s.claim(key, 'fp');
-    if (claimed.kind !== 'acquired') throw new Error('expected to acquire');
-    await s.release(claimed.lease);
+    const claimed = await acquire(s, key);
+    await s.release(claimed);
     const outcome = await s.claimAndCommit(key, 'fp', build(key, 'p1'));
-    expect(outcome).toMatchObject({ kind: 'committed', downstreamKey: claimed.lease.downstreamKey });
+    expect(outcome).toMatchObject({ kind: 'committed', downstreamKey: claimed.downstreamKey });
   });
 
   it('reports in flight while a two-phase owner holds the key, writing nothing', async () => {
