@@ -8,9 +8,11 @@ import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
 import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
 import { PaymentRequest } from '../lib/payments/schema';
+import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 
 /** POST /payments: validate, claim the key, charge under the downstream key, commit the payment with the key. */
 const logger = new Logger({ serviceName: 'payments' });
+const metrics = serviceMetrics('payments');
 const deps = { processor: processorClient(), payments: paymentsStore(), clock: systemClock };
 const store = idempotencyStore();
 
@@ -25,6 +27,7 @@ async function createPaymentHandler(
 }
 
 export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, PaymentContext>(createPaymentHandler)
+  .use(publishMetrics(metrics))
   .use(problemErrorHandler({ logger }))
   .use(validateJsonBody(PaymentRequest))
-  .use(httpIdempotency({ store, logger }));
+  .use(httpIdempotency({ store, logger, metrics }));

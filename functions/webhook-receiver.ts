@@ -7,6 +7,7 @@ import { problemErrorHandler } from '../lib/http/error-handler';
 import { httpIdempotency } from '../lib/http/idempotency';
 import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
 import { idempotencyStore } from '../lib/payments/config';
+import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { secretFromEnv } from '../lib/runtime/secrets';
 import { settlementQueueUrl, sqsClient } from '../lib/settlement/config';
 import { ChargeSucceededEvent } from '../lib/settlement/event';
@@ -18,6 +19,7 @@ import { verifyWebhookSignature } from '../lib/webhooks/verify-middleware';
  * that fails releases the id so the processor's retry enqueues it (the consumer dedupes on the id too).
  */
 const logger = new Logger({ serviceName: 'webhooks' });
+const metrics = serviceMetrics('webhooks');
 const store = idempotencyStore();
 const sqs = sqsClient();
 const queueUrl = settlementQueueUrl();
@@ -42,6 +44,7 @@ async function receiveWebhook(_event: APIGatewayProxyEvent, context: WebhookCont
 }
 
 export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, WebhookContext>(receiveWebhook)
+  .use(publishMetrics(metrics))
   .use(problemErrorHandler({ logger }))
   .use(verifyWebhookSignature({ secret, clock: systemClock }))
   .use(validateJsonBody(ChargeSucceededEvent))
@@ -49,6 +52,7 @@ export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error,
     httpIdempotency({
       store,
       logger,
+      metrics,
       // The processor is the caller and the event id is its idempotency key.
       accountId: () => 'processor',
       key: (_event, context) => (context as WebhookContext).body.id,

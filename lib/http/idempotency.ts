@@ -48,7 +48,24 @@ export interface HttpIdempotencyOptions {
     warn(message: string, ...rest: unknown[]): void;
     error(message: string, ...rest: unknown[]): void;
   };
+  /**
+   * Where outcome counts go, one per event: Powertools' `Metrics` fits (`addMetric(name, 'Count', 1)`). The names
+   * are {@link IdempotencyMetric}'s values.
+   */
+  readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
 }
+
+/** The outcome counters {@link httpIdempotency} emits. */
+export const IdempotencyMetric = {
+  claimed: 'IdempotencyClaimed',
+  takeover: 'IdempotencyTakeover',
+  replayed: 'IdempotencyReplayed',
+  inFlight: 'IdempotencyInFlight',
+  mismatch: 'IdempotencyMismatch',
+  committed: 'IdempotencyCommitted',
+  released: 'IdempotencyReleased',
+  leaseLost: 'IdempotencyLeaseLost',
+} as const;
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 const ALWAYS_STORED_HEADERS = ['content-type', 'location'];
@@ -92,6 +109,7 @@ export function httpIdempotency(
     ...(options.storedHeaders ?? []).map((h) => h.toLowerCase()),
   ]);
   const logger = options.logger ?? console;
+  const count = (name: string) => options.metrics?.addMetric(name, 'Count', 1);
   // One lease per invocation, keyed by the request object: middy reuses nothing across invocations.
   const leases = new WeakMap<object, { lease: Lease; staged: EffectItem[] }>();
 
@@ -133,10 +151,13 @@ export function httpIdempotency(
       const outcome = await store.claim(stored, print, { waitMs });
       switch (outcome.kind) {
         case 'replay':
+          count(IdempotencyMetric.replayed);
           return replayOf(outcome.response);
         case 'in_flight':
+          count(IdempotencyMetric.inFlight);
           return inFlight(outcome.retryAfterMs, 'A request with this Idempotency-Key is still being processed.');
         case 'mismatch':
+          count(IdempotencyMetric.mismatch);
           return problemResponse({
             type: ProblemType.idempotencyKeyReused,
             title: 'Idempotency-Key reused',
@@ -144,6 +165,7 @@ export function httpIdempotency(
             detail: 'This Idempotency-Key was already used for a request with a different body.',
           });
         case 'acquired': {
+          count(outcome.lease.takeover ? IdempotencyMetric.takeover : IdempotencyMetric.claimed);
           const staged: EffectItem[] = [];
           leases.set(request, { lease: outcome.lease, staged });
           request.context.idempotency = {
@@ -167,6 +189,7 @@ export function httpIdempotency(
       }
       try {
         await store.commit(held.lease, toStored(response, storedHeaders), held.staged);
+        count(IdempotencyMetric.committed);
       } catch (error) {
         if (!(error instanceof LeaseLostError)) {
           leases.set(request, held); // let onError release it
@@ -174,6 +197,7 @@ export function httpIdempotency(
         }
         // Our lease was taken over while we worked (we outlived it): nothing of ours was written, and the new owner
         // will finish the operation under the same downstream key. Send the client back for that result.
+        count(IdempotencyMetric.leaseLost);
         logger.warn('lease lost before commit; response discarded', { key: held.lease.key });
         request.response = inFlight(1000, 'This request was superseded by a retry of the same operation.');
       }
@@ -190,6 +214,7 @@ export function httpIdempotency(
   async function releaseQuietly(lease: Lease): Promise<void> {
     try {
       await store.release(lease);
+      count(IdempotencyMetric.released);
     } catch (error) {
       // The lease will run out on its own; the next retry takes the record over then.
       logger.error('could not release idempotency key', { key: lease.key, error: String(error) });

@@ -7,6 +7,7 @@ export {
   type HttpIdempotencyOptions,
   httpIdempotency,
   type IdempotencyHandle,
+  IdempotencyMetric,
   REPLAYED_HEADER,
   type WithIdempotency,
 } from './idempotency';

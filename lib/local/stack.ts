@@ -100,6 +100,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     const apiKeys = await seedApiKeys(DynamoDBDocumentClient.from(client), tables.payments, env.LOCAL_API_KEYS);
 
+    // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
+    env.POWERTOOLS_METRICS_DISABLED ??= 'true';
     // Handlers read their configuration at import (cold start), so the environment is set first.
     Object.assign(process.env, env);
     const api = await startApi(apiPort, env, log);

@@ -30,7 +30,7 @@ const Body = z.strictObject({ amount: z.number().int().positive(), currency: z.s
 type Ctx = Context & WithIdempotency & WithBody<z.infer<typeof Body>>;
 
 /** A payment-like handler whose behaviour each test steers, recording every run and the downstream key it saw. */
-function harness(options: { clock?: FakeClock; leaseSeconds?: number } = {}) {
+function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: string[] } = {}) {
   const store = new IdempotencyStore({
     client: doc,
     tableName: table,
@@ -57,7 +57,13 @@ function harness(options: { clock?: FakeClock; leaseSeconds?: number } = {}) {
   )
     .use(problemErrorHandler({ logger: { error: () => undefined } }))
     .use(validateJsonBody(Body))
-    .use(httpIdempotency({ store, logger: { warn: () => undefined, error: () => undefined } }));
+    .use(
+      httpIdempotency({
+        store,
+        logger: { warn: () => undefined, error: () => undefined },
+        metrics: { addMetric: (name) => options.metrics?.push(name) },
+      }),
+    );
   return {
     runs,
     set: (next: typeof behaviour) => {
@@ -278,5 +284,24 @@ describe('httpIdempotency', () => {
     expect(h.runs[1]!.downstreamKey).toBe(h.runs[0]!.downstreamKey);
     expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(1);
     expect((await h.call(post(key))).body).toBe('{"by":"new owner"}');
+  });
+
+  it('counts each outcome once, for the operator dashboards', async () => {
+    const metrics: string[] = [];
+    const h = harness({ metrics });
+    const key = randomUUID();
+    await h.call(post(key));
+    await h.call(post(key));
+    await h.call(post(key, { amount: 1, currency: 'usd' }));
+    h.set(async () => ({ statusCode: 503, body: '{}' }));
+    await h.call(post(randomUUID()));
+    expect(metrics).toEqual([
+      'IdempotencyClaimed',
+      'IdempotencyCommitted',
+      'IdempotencyReplayed',
+      'IdempotencyMismatch',
+      'IdempotencyClaimed',
+      'IdempotencyReleased',
+    ]);
   });
 });

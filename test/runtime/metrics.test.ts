@@ -1,0 +1,34 @@
+import middy from '@middy/core';
+import { publishMetrics, serviceMetrics } from '../../lib/runtime/metrics';
+import { lambdaContext } from '../support/api-event';
+
+describe('publishMetrics', () => {
+  function run(record: boolean, fail = false) {
+    const metrics = serviceMetrics('test');
+    const published = jest.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => metrics);
+    const handler = middy(async () => {
+      if (record) metrics.addMetric('IdempotencyReplayed', 'Count', 1);
+      if (fail) throw new Error('boom');
+      return 'ok';
+    }).use(publishMetrics(metrics));
+    return { published, result: handler({}, lambdaContext()).catch((error: Error) => error.message) };
+  }
+
+  it('publishes what an invocation recorded', async () => {
+    const { published, result } = run(true);
+    expect(await result).toBe('ok');
+    expect(published).toHaveBeenCalledTimes(1);
+  });
+
+  it('publishes on error too, and lets the error through', async () => {
+    const { published, result } = run(true, true);
+    expect(await result).toBe('boom');
+    expect(published).toHaveBeenCalledTimes(1);
+  });
+
+  it('publishes nothing (and warns about nothing) when nothing was recorded', async () => {
+    const { published, result } = run(false);
+    expect(await result).toBe('ok');
+    expect(published).not.toHaveBeenCalled();
+  });
+});
