@@ -95,7 +95,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
     env.MAILER_URL ||= env.PROCESSOR_URL; // the sandbox is the mailer too
 
-    const queues = await startQueues(env, log);
+    const queues = await startQueues(env);
     stoppers.push(queues.stop);
 
     const apiKeys = await seedApiKeys(DynamoDBDocumentClient.from(client), tables.payments, env.LOCAL_API_KEYS);
@@ -133,7 +133,7 @@ interface Queues {
 }
 
 /** SQS: the emulator (unless SQS_ENDPOINT names a running one), and the settlement queue with its DLQ. */
-async function startQueues(env: Env, log: LocalLog): Promise<Queues> {
+async function startQueues(env: Env): Promise<Queues> {
   let stop: () => Promise<void> = async () => {};
   let client: SQSClient;
   if (env.SQS_ENDPOINT) {
@@ -149,7 +149,6 @@ async function startQueues(env: Env, log: LocalLog): Promise<Queues> {
     visibilityTimeoutSeconds: numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env),
   });
   env.SETTLEMENT_QUEUE_URL = settlement.queueUrl;
-  log.info('settlement queue ready', { queueUrl: settlement.queueUrl, dlqUrl: settlement.dlqUrl });
   return { endpoint: env.SQS_ENDPOINT, client, settlement, stop };
 }
 
