@@ -1,0 +1,45 @@
+import { randomUUID } from 'node:crypto';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { PutCommand, type PutCommandInput } from '@aws-sdk/lib-dynamodb';
+import middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { systemClock } from '../lib/engine/clock';
+import type { EffectItem } from '../lib/engine/store';
+import { problemErrorHandler } from '../lib/http/error-handler';
+import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
+import { paymentsStore, processorClient } from '../lib/payments/config';
+import { createPayment } from '../lib/payments/create-payment';
+import { PaymentRequest } from '../lib/payments/schema';
+import { documentClient } from '../lib/runtime/clients';
+
+/**
+ * POST /payments with idempotency switched off: the benchmark's "what does the key cost" reference. The same
+ * createPayment flow, body validation and problem responses as functions/payments-create.ts, without the
+ * idempotency middleware: every request charges under a fresh random downstream key, and the payment row is written
+ * on its own (one PutItem) instead of in the commit transaction. A retry is a second payment.
+ */
+const logger = new Logger({ serviceName: 'payments-no-idempotency' });
+const deps = { processor: processorClient(), payments: paymentsStore(), clock: systemClock };
+const client = documentClient();
+
+type PaymentContext = Context & WithBody<PaymentRequest>;
+
+async function createPaymentHandler(
+  event: APIGatewayProxyEvent,
+  context: PaymentContext,
+): Promise<APIGatewayProxyResult> {
+  const accountId = String(event.requestContext.authorizer?.accountId);
+  const staged: EffectItem[] = [];
+  const downstreamKey = `idk_${randomUUID().replaceAll('-', '')}`;
+  const response = await createPayment(deps, {
+    accountId,
+    body: context.body,
+    idempotency: { downstreamKey, attempt: 1, stage: (item) => staged.push(item) },
+  });
+  for (const item of staged) await client.send(new PutCommand(item.Put as PutCommandInput));
+  return response;
+}
+
+export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, PaymentContext>(createPaymentHandler)
+  .use(problemErrorHandler({ logger }))
+  .use(validateJsonBody(PaymentRequest));

@@ -1,0 +1,270 @@
+import type { Calibration, CalibrationRow } from './calibration';
+import type { ColdStartResult } from './cold-start';
+import type { HttpResult } from './http';
+import type { ItemSizes } from './item-sizes';
+import type { Machine } from './machine';
+import { PATH_LABELS } from './paths';
+import { ASSUMPTIONS } from './projection';
+import type { StormSummary } from './storm';
+import type { CorrectnessCheck, PathRow, TargetCheck } from './targets';
+import { VARIANT_LABELS } from './variants';
+
+/** Everything one run measured: what is printed, and what bench/results/latest.json holds. */
+export interface BenchReport {
+  readonly machine: Machine;
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly durationSeconds: number;
+  readonly calibration: Calibration;
+  readonly paths: readonly PathRow[];
+  readonly storms: readonly StormSummary[];
+  readonly itemSizes: ItemSizes;
+  readonly http: HttpResult | undefined;
+  readonly coldStart: ColdStartResult | undefined;
+  readonly assumptions: typeof ASSUMPTIONS;
+  readonly targets: readonly TargetCheck[];
+  readonly correctness: readonly CorrectnessCheck[];
+}
+
+export function renderReport(report: BenchReport): string {
+  const { machine, settings } = report;
+  const out: string[] = [];
+  out.push(
+    `keystone-idempotency benchmark, ${machine.date} (commit ${machine.commit}${
+      machine.uncommittedFiles ? `, plus ${machine.uncommittedFiles} uncommitted files` : ''
+    })`,
+    `${machine.nproc} CPUs (${machine.cpu}), ${machine.memoryGiB} GiB, ${machine.platform}, Node ${machine.node}, ` +
+      `DynamoDB Local ${machine.dynamoDbLocal}, ${machine.java}`,
+    `settings ${JSON.stringify(settings)}; took ${report.durationSeconds.toFixed(0)} s`,
+    '',
+  );
+
+  const { put, refusedPut, transaction, refusedTransaction } = report.calibration;
+  const bare: [string, CalibrationRow][] = [
+    ['PutItem, conditional, new item', put],
+    ['PutItem refused, ALL_OLD returned', refusedPut],
+    ['TransactWriteItems, 2 puts', transaction],
+    ['TransactWriteItems cancelled, ALL_OLD', refusedTransaction],
+  ];
+  out.push(
+    heading('DynamoDB Local on this machine: the bare requests, no library logic (calibration)'),
+    table(
+      ['request', 'p50 one at a time', 'p99', 'per second, 50 in flight'],
+      bare.map(([name, row]) => [
+        name,
+        ms(row.sequentialMs.p50),
+        ms(row.sequentialMs.p99),
+        row.concurrentPerSecond.toFixed(0),
+      ]),
+    ),
+    'DynamoDB Local serializes transactions: they do not scale with concurrency, single-item writes do.',
+    '',
+  );
+
+  out.push(
+    heading(`Per call against DynamoDB Local: ${settings.calls} calls per variant and path, interleaved`),
+    table(
+      [
+        'path',
+        'variant',
+        'DynamoDB requests',
+        'limit',
+        'WRU',
+        'p50',
+        'p99',
+        'p50 vs baseline [95% CI]',
+        'vs Powertools',
+      ],
+      report.paths.map((row) => [
+        PATH_LABELS[row.path],
+        variantLabel(row),
+        `${requests(row)}: ${row.cost.mix}`,
+        String(requestLimit(row)),
+        units(row.cost.units.write, row.cost.unitSources),
+        ms(row.p50),
+        ms(row.p99),
+        `${row.ratio.toFixed(2)}x [${row.ratioInterval.low.toFixed(2)}-${row.ratioInterval.high.toFixed(2)}]`,
+        row.vsPowertools ? `${row.vsPowertools.ratio.toFixed(2)}x` : '',
+      ]),
+    ),
+    'limit: the fewest requests that can do it: a duplicate is one conditional write that fails and returns the ' +
+      'record; a first request with an outside effect needs its claim durable before the effect and its completion ' +
+      'after (2); a purely local one can do all in one transaction (1).',
+    'WRU per call: reported by DynamoDB Local for requests that succeed; for refused ones (it reports nothing) ' +
+      'modeled from the pricing rules (~), or a modeled upper bound for a cancelled transaction (<=).',
+    '',
+  );
+
+  const { prices, latencyMs } = ASSUMPTIONS;
+  out.push(
+    heading(
+      `Projection to DynamoDB (assumed ${latencyMs.singleItem} ms per single-item request, ${latencyMs.TransactWriteItems} ms per transaction; ` +
+        `${prices.region} on-demand $${prices.usdPerMillionWriteRequestUnits}/M WRU, $${prices.usdPerMillionReadRequestUnits}/M RRU as of ${prices.asOf})`,
+    ),
+    table(
+      ['path', 'variant', 'requests', 'projected DynamoDB time', 'WRU', '$ per million calls'],
+      report.paths.map((row) => [
+        PATH_LABELS[row.path],
+        variantLabel(row),
+        requests(row),
+        ms(row.cost.projectedMs),
+        units(row.cost.units.write, row.cost.unitSources),
+        `$${row.cost.usdPerMillionCalls.toFixed(3)}`,
+      ]),
+    ),
+    '',
+  );
+
+  out.push(
+    heading(
+      `Duplicate storm: ${settings.stormCalls} calls over ${settings.stormKeys} keys, ${settings.stormConcurrency} in flight, ` +
+        `${settings.stormRounds} interleaved rounds`,
+    ),
+    table(
+      ['variant', 'wall (median)', 'rounds', 'effects (rows)', 'processor calls', 'outcomes', 'requests/round', ''],
+      report.storms.map((storm) => [
+        VARIANT_LABELS[storm.variant],
+        ms(storm.medianWallMs),
+        storm.wallMs.map((wall) => wall.toFixed(0)).join(' / '),
+        storm.rows.join(' / '),
+        storm.externalEffect ? storm.effectCalls.join(' / ') : 'none (local)',
+        Object.entries(storm.outcomes)
+          .map(([kind, count]) => `${kind} ${count}`)
+          .join(', '),
+        storm.dynamoDbRequestsPerRound.toFixed(0),
+        storm.variant === 'baseline' ? '(no idempotency)' : storm.allCorrect ? 'ok' : 'FAIL',
+      ]),
+    ),
+    '',
+  );
+
+  if (report.http) {
+    out.push(
+      heading('End to end over HTTP (autocannon, local API Gateway + Lambda authorizer + handler + sandbox processor)'),
+      table(
+        [
+          'scenario',
+          'API',
+          'requests',
+          'connections',
+          'req/s',
+          'p50',
+          'p99',
+          'statuses',
+          'replayed',
+          'charges',
+          'CPU/request: Node + DynamoDB Local',
+        ],
+        report.http.results.map((result) => [
+          result.scenario,
+          result.api,
+          String(result.requests),
+          String(result.connections),
+          result.requestsPerSecond.toFixed(0),
+          ms(result.latencyMs.p50),
+          ms(result.latencyMs.p99),
+          Object.entries(result.statuses)
+            .map(([status, count]) => `${status}x${count}`)
+            .join(' '),
+          String(result.replayed),
+          String(result.charges),
+          `${ms(result.cpuMsPerRequest.node)} + ${
+            result.cpuMsPerRequest.dynamoDb === undefined ? 'n/a' : ms(result.cpuMsPerRequest.dynamoDb)
+          }`,
+        ]),
+      ),
+      '',
+    );
+  }
+
+  if (report.coldStart) {
+    out.push(
+      heading(
+        `Cold start: esbuild as the CDK stack bundles (ESM, node22, minified, SDK bundled); import in ${settings.coldRuns} fresh processes each`,
+      ),
+      table(
+        ['handler', 'bundle', 'gzip', 'source map', 'import median', 'import p99'],
+        report.coldStart.bundles.map((bundle) => [
+          `${bundle.name} (${bundle.entry})`,
+          kb(bundle.bytes),
+          kb(bundle.gzipBytes),
+          kb(bundle.mapBytes),
+          ms(bundle.importMs.median),
+          ms(bundle.importMs.p99),
+        ]),
+      ),
+      report.coldStart.drift.length
+        ? `WARNING: the stack's bundling options changed (${report.coldStart.drift.join('; ')}): update bench/cold-start.ts`
+        : 'Bundling options match lib/infra/service-function.ts.',
+      '',
+    );
+  }
+
+  out.push(
+    heading('Reference targets'),
+    table(
+      ['target', 'goal', 'measured', 'anchor (same run)', ''],
+      report.targets.map((check) => [
+        check.target,
+        check.goal,
+        check.measured,
+        check.anchor,
+        check.met ? 'met' : check.withinNoise ? 'MISSED (within noise)' : 'MISSED',
+      ]),
+    ),
+    '',
+  );
+
+  const failed = report.correctness.filter((check) => !check.passed);
+  out.push(heading('Correctness'));
+  if (failed.length === 0) out.push(`all ${report.correctness.length} assertions passed`);
+  for (const check of failed) out.push(`FAIL  ${check.check}: ${check.detail}`);
+  if (failed.length) out.push('', '!!!!!!!! CORRECTNESS FAILURE: the numbers above are not a valid result !!!!!!!!');
+  return out.join('\n');
+}
+
+/** The fewest DynamoDB requests that can serve the call (the baseline: the one write it does). */
+function requestLimit(row: PathRow): number {
+  if (row.path !== 'first' || row.variant === 'baseline') return 1;
+  return row.variant === 'ours-local' ? 1 : 2;
+}
+
+/** On a duplicate path the baseline has no idempotency to consult: it does the work (and writes a payment) again. */
+function variantLabel(row: PathRow): string {
+  return row.variant === 'baseline' && row.path !== 'first'
+    ? 'baseline: does it all again'
+    : VARIANT_LABELS[row.variant];
+}
+
+function heading(text: string): string {
+  return `== ${text}`;
+}
+
+function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((header, column) =>
+    Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
+}
+
+function ms(value: number): string {
+  return `${value.toFixed(2)} ms`;
+}
+
+function kb(bytes: number): string {
+  return `${(bytes / 1024).toFixed(1)} KB`;
+}
+
+function requests(row: PathRow): string {
+  const { mean, min, max } = row.cost.requests;
+  return min === max ? String(max) : `${mean.toFixed(2)} (${min}-${max})`;
+}
+
+function units(value: number, sources: readonly string[]): string {
+  const mark = sources.includes('upper-bound') ? '<=' : sources.includes('modeled') ? '~' : '';
+  return `${mark}${Number.isInteger(value) ? value : value.toFixed(2)}`;
+}

@@ -1,0 +1,211 @@
+/**
+ * `npm run bench`: idempotency measured side by side with Powertools and a no-idempotency baseline, on this machine.
+ *
+ * Starts its own DynamoDB Local (and kills its process group at the end, on error, and on Ctrl-C), then:
+ *   1. calibrates DynamoDB Local (and warms its JVM);
+ *   2. per call: four variants interleaved call by call, on four paths (first request, replay, in-flight duplicate,
+ *      mismatch), with DynamoDB requests and capacity metered on each variant's client;
+ *   3. a duplicate storm per variant, in interleaved rounds, asserting one effect per key;
+ *   4. end to end over HTTP against the local stack, idempotency on and off;
+ *   5. cold start: bundle size and import time of the payments function, next to a Powertools equivalent.
+ * Prints a report, writes it to bench/results/latest.json (and a chart, latest.html), exits 1 only when a correctness
+ * assertion fails.
+ *
+ *   BENCH_CALLS=500          calls per variant and path          BENCH_WARMUP=50     unmeasured rounds first
+ *   BENCH_STORM_ROUNDS=3     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
+ *   BENCH_HTTP_REQUESTS=1000 per API for first requests/replays  BENCH_HTTP_STORMS=10 50-way double taps per API
+ *   BENCH_SKIP=http,cold     leave parts out                     BENCH_OUT=bench/results/latest.json
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { type DynamoDbLocal, startDynamoDbLocal } from '../lib/local/dynamodb-local';
+import { calibrate } from './calibration';
+import { renderChart } from './chart';
+import { type ColdStartResult, measureColdStart } from './cold-start';
+import { type HttpResult, measureHttp } from './http';
+import { sampleItemSizes } from './item-sizes';
+import { describeMachine } from './machine';
+import { interleave, medianRatioInterval, now } from './measure';
+import { measurePath, PATH_NAMES, type PathResult } from './paths';
+import { ASSUMPTIONS, callCost } from './projection';
+import { type BenchReport, renderReport } from './report';
+import { DEFAULT_STORM, runStorm, type StormRun, summarizeStorms } from './storm';
+import { checkCorrectness, checkTargets, type PathRow } from './targets';
+import { createVariants } from './variants';
+
+const settings = {
+  calls: positive('BENCH_CALLS', 500),
+  warmup: positive('BENCH_WARMUP', 50),
+  calibrationOperations: 300,
+  stormCalls: DEFAULT_STORM.calls,
+  stormKeys: DEFAULT_STORM.keys,
+  stormConcurrency: DEFAULT_STORM.concurrency,
+  stormRounds: positive('BENCH_STORM_ROUNDS', 3),
+  httpRequests: positive('BENCH_HTTP_REQUESTS', 1000),
+  httpWarmup: 200,
+  httpSlices: 4,
+  httpConnections: 10,
+  httpStorms: positive('BENCH_HTTP_STORMS', 10),
+  httpStormWidth: 50,
+  coldRuns: positive('BENCH_COLD_RUNS', 10),
+  skip: (process.env.BENCH_SKIP ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean),
+};
+const OUT = resolve(process.env.BENCH_OUT ?? resolve(__dirname, 'results', 'latest.json'));
+
+async function main(): Promise<number> {
+  const started = now();
+  const machine = await describeMachine();
+  console.log(`benchmark on ${machine.nproc} CPUs, Node ${machine.node}; starting DynamoDB Local`);
+  const db = await startDynamoDbLocal();
+  const stopDb = stopOnExit(db);
+  let paths: PathResult[] = [];
+  const stormRuns: StormRun[] = [];
+  let http: HttpResult | undefined;
+  let report: Omit<BenchReport, 'coldStart' | 'targets' | 'correctness' | 'durationSeconds'>;
+  try {
+    progress('calibrating DynamoDB Local');
+    const calibration = await calibrate(db.endpoint, settings.calibrationOperations);
+    const variants = await createVariants({ endpoint: db.endpoint });
+    try {
+      for (const path of PATH_NAMES) {
+        progress(`path: ${path}`);
+        paths = paths.concat(
+          await measurePath(path, variants, {
+            calls: settings.calls,
+            warmup: settings.warmup,
+            accountId: 'acct_paths',
+          }),
+        );
+      }
+      progress('duplicate storms');
+      await interleave(variants, settings.stormRounds, async (variant, round) => {
+        stormRuns.push(await runStorm(variant, { ...DEFAULT_STORM, round, accountId: `acct_storm_${round}` }));
+      });
+      const itemSizes = await sampleItemSizes(variants);
+      report = {
+        machine,
+        settings,
+        calibration,
+        paths: paths.map((result) => pathRow(result, paths)),
+        storms: summarizeStorms(stormRuns, variants),
+        itemSizes,
+        http: undefined,
+        assumptions: ASSUMPTIONS,
+      };
+    } finally {
+      for (const variant of variants) variant.close();
+    }
+    if (!settings.skip.includes('http')) {
+      progress('HTTP end to end');
+      http = await measureHttp({
+        dynamoDbEndpoint: db.endpoint,
+        dynamoDbPid: db.pid,
+        requests: settings.httpRequests,
+        warmup: settings.httpWarmup,
+        slices: settings.httpSlices,
+        connections: settings.httpConnections,
+        stormRounds: settings.httpStorms,
+        stormWidth: settings.httpStormWidth,
+      });
+    }
+  } finally {
+    await stopDb();
+  }
+  let coldStart: ColdStartResult | undefined;
+  if (!settings.skip.includes('cold')) {
+    progress('cold start');
+    coldStart = await measureColdStart({ runs: settings.coldRuns });
+  }
+  const full: BenchReport = {
+    ...report,
+    http,
+    coldStart,
+    durationSeconds: (now() - started) / 1000,
+    targets: checkTargets(report.paths, report.storms, coldStart),
+    correctness: checkCorrectness(report.paths, report.storms, http),
+  };
+  console.log(`\n${renderReport(full)}`);
+  await mkdir(dirname(OUT), { recursive: true });
+  await writeFile(OUT, `${JSON.stringify(full, null, 2)}\n`);
+  const chart = OUT.replace(/\.json$/, '.html');
+  await writeFile(chart, renderChart(full));
+  console.log(`\nwritten to ${OUT} and ${chart}`);
+  return full.correctness.every((check) => check.passed) ? 0 : 1;
+}
+
+/** Ratios are taken against the baseline (and Powertools) measured in the same interleaved rounds. */
+function pathRow(result: PathResult, all: readonly PathResult[]): PathRow {
+  const peer = (variant: string) => all.find((p) => p.variant === variant && p.path === result.path);
+  const baseline = peer('baseline') as PathResult;
+  const powertools = peer('powertools');
+  const against = (other: PathResult) => ({
+    ratio: result.latencyMs.p50 / other.latencyMs.p50,
+    interval: medianRatioInterval(result.samples, other.samples),
+  });
+  return {
+    variant: result.variant,
+    path: result.path,
+    p50: result.latencyMs.p50,
+    p99: result.latencyMs.p99,
+    ratio: result.latencyMs.p50 / baseline.latencyMs.p50,
+    ratioInterval: medianRatioInterval(result.samples, baseline.samples),
+    ...(powertools && result.variant !== 'powertools' && result.variant !== 'baseline'
+      ? { vsPowertools: against(powertools) }
+      : {}),
+    cost: callCost(result.calls),
+    unexpected: result.unexpected as Record<string, number>,
+    effectRuns: result.effectRuns,
+  };
+}
+
+/**
+ * DynamoDB Local is a JVM in its own process group: stop it however this process ends. Ctrl-C and SIGTERM stop it
+ * and exit 130; a plain exit (including a crash) kills the group synchronously. (If this process is SIGKILLed, the
+ * watcher that startDynamoDbLocal spawns reaps the JVM.)
+ */
+function stopOnExit(db: DynamoDbLocal): () => Promise<void> {
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await db.stop();
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: stopping DynamoDB Local`);
+    stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  process.once('exit', () => {
+    if (stopped) return;
+    try {
+      process.kill(-db.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  });
+  return stop;
+}
+
+function progress(message: string): void {
+  console.log(`  ${message}...`);
+}
+
+function positive(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got ${raw}`);
+  return value;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error('benchmark failed:', error);
+    process.exit(1);
+  },
+);

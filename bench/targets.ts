@@ -1,0 +1,192 @@
+import type { ColdStartResult } from './cold-start';
+import type { HttpResult } from './http';
+import type { PathName } from './paths';
+import type { CallCost } from './projection';
+import type { StormSummary } from './storm';
+import type { VariantName } from './variants';
+
+/** One variant on one path, as the report sees it. */
+export interface PathRow {
+  readonly variant: VariantName;
+  readonly path: PathName;
+  readonly p50: number;
+  readonly p99: number;
+  /** p50 over the baseline's p50 in the same interleaved rounds. */
+  readonly ratio: number;
+  /** 95% bootstrap interval of that ratio. */
+  readonly ratioInterval: Interval;
+  /** p50 over Powertools' p50 on the same path and rounds (idempotent variants other than Powertools). */
+  readonly vsPowertools?: { readonly ratio: number; readonly interval: Interval };
+  readonly cost: CallCost;
+  readonly unexpected: Readonly<Record<string, number>>;
+  readonly effectRuns: number;
+}
+
+export interface Interval {
+  readonly low: number;
+  readonly high: number;
+}
+
+/** A reference target: what the claim says, what this run measured, and whether it holds. */
+export interface TargetCheck {
+  readonly target: string;
+  readonly goal: string;
+  readonly measured: string;
+  readonly anchor: string;
+  readonly met: boolean;
+  /** Missed, but the 95% interval of the measured ratio reaches the goal: not distinguishable from it in this run. */
+  readonly withinNoise?: boolean;
+}
+
+/** A correctness assertion: a failure makes the benchmark exit 1. */
+export interface CorrectnessCheck {
+  readonly check: string;
+  readonly passed: boolean;
+  readonly detail: string;
+}
+
+const x = (ratio: number) => `${ratio.toFixed(2)}x`;
+const ci = (interval: Interval) => `[${interval.low.toFixed(2)}-${interval.high.toFixed(2)}]`;
+const ms = (value: number) => `${value.toFixed(2)} ms`;
+
+export function checkTargets(
+  rows: readonly PathRow[],
+  storms: readonly StormSummary[],
+  coldStart: ColdStartResult | undefined,
+): TargetCheck[] {
+  const row = (variant: VariantName, path: PathName) => rows.find((r) => r.variant === variant && r.path === path);
+  const anchor = (path: PathName) => {
+    const powertools = row('powertools', path);
+    return powertools
+      ? `Powertools: ${fmtRequests(powertools.cost)} requests, ${ms(powertools.p50)}, ${x(powertools.ratio)}`
+      : 'n/a';
+  };
+  const checks: TargetCheck[] = [];
+  const external = row('ours-external', 'first');
+  const powertoolsFirst = row('powertools', 'first');
+  if (external && powertoolsFirst) {
+    checks.push({
+      target: 'first request, external effect',
+      goal: '2 requests; p50 no worse than Powertools',
+      measured:
+        `${fmtRequests(external.cost)} requests, ${ms(external.p50)}, ${x(external.ratio)}; ` +
+        `vs Powertools ${x(external.vsPowertools?.ratio ?? Number.NaN)} ${external.vsPowertools ? ci(external.vsPowertools.interval) : ''}`,
+      anchor: anchor('first'),
+      met: external.cost.requests.max === 2 && external.p50 <= powertoolsFirst.p50,
+      withinNoise: external.cost.requests.max === 2 && (external.vsPowertools?.interval.low ?? 2) <= 1,
+    });
+  }
+  const local = row('ours-local', 'first');
+  if (local) {
+    checks.push({
+      target: 'first request, local-only effect',
+      goal: '1 request; p50 at most 2.2x baseline',
+      measured: `${fmtRequests(local.cost)} request, ${ms(local.p50)}, ${x(local.ratio)} ${ci(local.ratioInterval)}`,
+      anchor: anchor('first'),
+      met: local.cost.requests.max === 1 && local.ratio <= 2.2,
+      withinNoise: local.cost.requests.max === 1 && local.ratioInterval.low <= 2.2,
+    });
+  }
+  for (const [path, goal] of [
+    ['replay', '1 request, handler not run; p50 at most 1.0x baseline'],
+    ['in_flight', '1 request; p50 at most 1.0x baseline'],
+  ] as const) {
+    for (const variant of ['ours-external', 'ours-local'] as const) {
+      const measured = row(variant, path);
+      if (!measured) continue;
+      checks.push({
+        target: `${path === 'replay' ? 'replay' : 'in-flight duplicate'} (${variant})`,
+        goal,
+        measured: `${fmtRequests(measured.cost)} request, ${ms(measured.p50)}, ${x(measured.ratio)} ${ci(
+          measured.ratioInterval,
+        )}${measured.effectRuns ? `, effect ran ${measured.effectRuns}x` : ''}`,
+        anchor: anchor(path),
+        met: measured.cost.requests.max === 1 && measured.effectRuns === 0 && measured.ratio <= 1.0,
+        withinNoise: measured.cost.requests.max === 1 && measured.effectRuns === 0 && measured.ratioInterval.low <= 1.0,
+      });
+    }
+  }
+  const powertoolsStorm = storms.find((storm) => storm.variant === 'powertools');
+  for (const variant of ['ours-external', 'ours-local'] as const) {
+    const storm = storms.find((s) => s.variant === variant);
+    if (!storm || !powertoolsStorm) continue;
+    checks.push({
+      target: `storm (${variant})`,
+      goal: 'effects = 100; wall time no worse than Powertools',
+      measured: `effects ${storm.rows.join('/')}, ${ms(storm.medianWallMs)} (median of ${storm.rows.length})`,
+      anchor: `Powertools: effects ${powertoolsStorm.rows.join('/')}, ${ms(powertoolsStorm.medianWallMs)}`,
+      met: storm.allCorrect && storm.medianWallMs <= powertoolsStorm.medianWallMs,
+    });
+  }
+  const ours = coldStart?.bundles.find((bundle) => bundle.name === 'ours');
+  const powertoolsBundle = coldStart?.bundles.find((bundle) => bundle.name === 'powertools');
+  if (ours && powertoolsBundle) {
+    checks.push({
+      target: 'payments bundle',
+      goal: 'smaller than a Powertools equivalent',
+      measured: `${kb(ours.bytes)}, import ${ms(ours.importMs.median)}`,
+      anchor: `Powertools: ${kb(powertoolsBundle.bytes)}, import ${ms(powertoolsBundle.importMs.median)}`,
+      met: ours.bytes < powertoolsBundle.bytes,
+    });
+  }
+  return checks;
+}
+
+export function checkCorrectness(
+  rows: readonly PathRow[],
+  storms: readonly StormSummary[],
+  http: HttpResult | undefined,
+): CorrectnessCheck[] {
+  const checks: CorrectnessCheck[] = [];
+  for (const r of rows) {
+    if (r.variant === 'baseline') continue;
+    const surprises = Object.entries(r.unexpected);
+    checks.push({
+      check: `${r.variant} ${r.path}: every call answered as expected${r.path === 'first' ? '' : ', effect never ran'}`,
+      passed: surprises.length === 0 && r.effectRuns === 0,
+      detail:
+        surprises.length === 0 && r.effectRuns === 0
+          ? 'ok'
+          : `unexpected ${JSON.stringify(r.unexpected)}, effect ran ${r.effectRuns}x`,
+    });
+  }
+  for (const storm of storms) {
+    if (storm.variant === 'baseline') continue;
+    checks.push({
+      check: `${storm.variant} storm: one effect per key (100 rows${storm.externalEffect ? ', 100 processor calls' : ''})`,
+      passed: storm.allCorrect,
+      detail:
+        `rows ${storm.rows.join('/')}, processor calls ${storm.effectCalls.join('/')}` +
+        (storm.errors.length ? `; errors: ${storm.errors.join(' | ')}` : ''),
+    });
+  }
+  if (http) {
+    const storm = http.results.find((r) => r.api === 'idempotent' && r.scenario === 'storm');
+    if (storm) {
+      checks.push({
+        check: 'HTTP 50-way double tap: one charge per storm',
+        passed: storm.correct === true,
+        detail: `${storm.charges} charges over ${storm.requests / storm.connections} storms`,
+      });
+    }
+    const replay = http.results.find((r) => r.api === 'idempotent' && r.scenario === 'replay');
+    if (replay) {
+      checks.push({
+        check: 'HTTP replays: no charge, every response replayed',
+        passed: replay.charges === 0 && replay.replayed === replay.requests,
+        detail: `${replay.charges} charges, ${replay.replayed}/${replay.requests} replayed`,
+      });
+    }
+  }
+  return checks;
+}
+
+function fmtRequests(cost: CallCost): string {
+  return cost.requests.min === cost.requests.max
+    ? String(cost.requests.max)
+    : `${cost.requests.mean.toFixed(2)} (${cost.requests.min}-${cost.requests.max})`;
+}
+
+function kb(bytes: number): string {
+  return `${(bytes / 1024).toFixed(0)} KB`;
+}

@@ -1,0 +1,321 @@
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  UpdateTimeToLiveCommand,
+  waitUntilTableExists,
+} from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, PutCommand, type PutCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { Context } from 'aws-lambda';
+import { fingerprint } from '../lib/engine/fingerprint';
+import { scopedKey } from '../lib/engine/key';
+import { IdempotencyStore } from '../lib/engine/store';
+import { PaymentsStore } from '../lib/payments/store';
+import { idempotencyTable, paymentsTable } from '../lib/tables/definitions';
+import { ensureTable } from '../lib/tables/ensure';
+import { ExternalEffect, freshDownstreamKey, OPERATION, type PaymentEvent, settlePayment } from './payment-flow';
+import { meterRequests, type RequestMeter } from './request-meter';
+
+export const VARIANT_NAMES = ['baseline', 'powertools', 'ours-external', 'ours-local'] as const;
+export type VariantName = (typeof VARIANT_NAMES)[number];
+
+export const VARIANT_LABELS: Record<VariantName, string> = {
+  baseline: 'baseline (no idempotency)',
+  powertools: 'Powertools 2.35 makeIdempotent',
+  'ours-external': 'ours: claim + effect + commit',
+  'ours-local': 'ours: claimAndCommit',
+};
+
+/** How one call ended, in the engine's words; Powertools' exceptions are mapped onto the same kinds. */
+export type CallOutcome = 'created' | 'replay' | 'in_flight' | 'mismatch' | 'error';
+
+export interface Variant {
+  readonly name: VariantName;
+  readonly label: string;
+  readonly idempotent: boolean;
+  /** Whether a call reaches the outside processor (all but the purely local variant). */
+  readonly externalEffect: boolean;
+  readonly meter: RequestMeter;
+  readonly effect: ExternalEffect;
+  readonly documentClient: DynamoDBDocumentClient;
+  readonly paymentsTable: string;
+  /** The variant's idempotency table (none for the baseline). */
+  readonly idempotencyTable: string | undefined;
+  /** The first few errors behind `error` outcomes, for the report. */
+  readonly errors: readonly string[];
+  /** One request, as the handler would serve it. */
+  call(event: PaymentEvent): Promise<CallOutcome>;
+  /**
+   * Puts the event's key in the "in flight" state: claimed by someone else, not yet complete. Returns a function that
+   * lets that other owner finish.
+   */
+  holdInFlight(event: PaymentEvent): Promise<() => Promise<void>>;
+  close(): void;
+}
+
+/**
+ * Long enough that no claim held open by the benchmark (the in-flight path) runs out while it is measured, for any
+ * BENCH_CALLS; the same 15 minutes (Lambda's longest timeout) for Powertools' in-progress expiry, which it takes from
+ * the context's remaining time.
+ */
+const HOLD_SECONDS = 900;
+const TTL_SECONDS = 24 * 60 * 60;
+
+export interface VariantEnvironment {
+  readonly endpoint: string;
+}
+
+/** Creates the four variants, each with its own metered client and its own tables in the same DynamoDB Local. */
+export async function createVariants(environment: VariantEnvironment): Promise<Variant[]> {
+  return Promise.all(VARIANT_NAMES.map((name) => createVariant(name, environment)));
+}
+
+async function createVariant(name: VariantName, { endpoint }: VariantEnvironment): Promise<Variant> {
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'local',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  const meter = meterRequests(client);
+  meter.pause();
+  const documentClient = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+  const tables = { payments: `bench-${name}-payments`, idempotency: `bench-${name}-idempotency` };
+  await ensureTable(client, paymentsTable, tables.payments);
+  const payments = new PaymentsStore(documentClient, tables.payments);
+  const effect = new ExternalEffect();
+  const errors: string[] = [];
+  const noteError = (error: unknown) => {
+    if (errors.length < 5) errors.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
+  };
+  const parts = { client, documentClient, payments, effect, tables, noteError };
+  const behaviour =
+    name === 'baseline'
+      ? baseline(parts)
+      : name === 'powertools'
+        ? await powertools(parts)
+        : await ours(parts, name === 'ours-local' ? 'local' : 'external');
+  return {
+    name,
+    label: VARIANT_LABELS[name],
+    idempotent: name !== 'baseline',
+    externalEffect: name !== 'ours-local',
+    meter,
+    effect,
+    documentClient,
+    paymentsTable: tables.payments,
+    idempotencyTable: name === 'baseline' ? undefined : tables.idempotency,
+    errors,
+    ...behaviour,
+    close: () => client.destroy(),
+  };
+}
+
+interface Parts {
+  readonly client: DynamoDBClient;
+  readonly documentClient: DynamoDBDocumentClient;
+  readonly payments: PaymentsStore;
+  readonly effect: ExternalEffect;
+  readonly tables: { readonly payments: string; readonly idempotency: string };
+  readonly noteError: (error: unknown) => void;
+}
+
+type Behaviour = Pick<Variant, 'call' | 'holdInFlight'>;
+
+const keyOf = (event: PaymentEvent) => event.headers['Idempotency-Key'] as string;
+const accountOf = (event: PaymentEvent) => event.requestContext.authorizer.accountId;
+
+/** The effect and one PutItem of the payment row; a duplicate is simply another payment. */
+function baseline({ documentClient, payments, effect, noteError }: Parts): Behaviour {
+  return {
+    async call(event) {
+      try {
+        const downstreamKey = freshDownstreamKey();
+        const chargeId = await effect.charge(keyOf(event));
+        const { row } = settlePayment(payments, event, downstreamKey, chargeId);
+        await documentClient.send(new PutCommand(row.Put as PutCommandInput));
+        return 'created';
+      } catch (error) {
+        noteError(error);
+        return 'error';
+      }
+    },
+    async holdInFlight() {
+      throw new Error('the baseline has no in-flight state');
+    },
+  };
+}
+
+/**
+ * The same handler under Powertools' `makeIdempotent`, configured as its docs recommend for an API: key from the
+ * account and the Idempotency-Key header, payload validation on the parsed body, 24 hours expiry, its own table
+ * (partition key `id`) and our metered client.
+ */
+async function powertools({ client, documentClient, payments, effect, tables, noteError }: Parts): Promise<Behaviour> {
+  await createPowertoolsTable(client, tables.idempotency);
+  const persistenceStore = new DynamoDBPersistenceLayer({ tableName: tables.idempotency, awsSdkV3Client: client });
+  const config = new IdempotencyConfig({
+    eventKeyJmesPath: '[requestContext.authorizer.accountId, headers."Idempotency-Key"]',
+    payloadValidationJmesPath: 'powertools_json(body)',
+    throwOnNoIdempotencyKey: true,
+    expiresAfterSeconds: TTL_SECONDS,
+  });
+  // Which events actually ran the handler: a completed call whose event is not here was a replay.
+  const ran = new WeakSet<PaymentEvent>();
+  const handler = makeIdempotent(
+    async (event: PaymentEvent, _context: Context) => {
+      ran.add(event);
+      const downstreamKey = freshDownstreamKey();
+      const chargeId = await effect.charge(keyOf(event));
+      const { row, response } = settlePayment(payments, event, downstreamKey, chargeId);
+      await documentClient.send(new PutCommand(row.Put as PutCommandInput));
+      return response;
+    },
+    { persistenceStore, config },
+  );
+  const call = async (event: PaymentEvent): Promise<CallOutcome> => {
+    try {
+      await handler(event, lambdaContext());
+      return ran.has(event) ? 'created' : 'replay';
+    } catch (error) {
+      switch ((error as Error).name) {
+        case 'IdempotencyAlreadyInProgressError':
+          return 'in_flight';
+        case 'IdempotencyValidationError':
+          return 'mismatch';
+        default:
+          noteError(error);
+          return 'error';
+      }
+    }
+  };
+  return { call, holdInFlight: (event) => holdThroughEffect(effect, event, call) };
+}
+
+/**
+ * Ours, as the HTTP adapter drives it. External effect: claim (one conditional put), the effect under the lease's
+ * downstream key, then commit the payment row with the record in one transaction. Local effect: `claimAndCommit`,
+ * claim, row and completion in one transaction.
+ */
+async function ours(
+  { client, documentClient, payments, effect, tables, noteError }: Parts,
+  mode: 'external' | 'local',
+): Promise<Behaviour> {
+  await ensureTable(client, idempotencyTable, tables.idempotency);
+  const store = new IdempotencyStore({
+    client: documentClient,
+    tableName: tables.idempotency,
+    leaseSeconds: HOLD_SECONDS,
+    ttlSeconds: TTL_SECONDS,
+  });
+  const identify = (event: PaymentEvent) => ({
+    key: scopedKey({ accountId: accountOf(event), operation: OPERATION, key: keyOf(event) }),
+    print: fingerprint({ operation: OPERATION, body: event.body, contentType: event.headers['Content-Type'] }),
+  });
+
+  const external = async (event: PaymentEvent): Promise<CallOutcome> => {
+    const { key, print } = identify(event);
+    const outcome = await store.claim(key, print).catch((error: unknown) => {
+      noteError(error);
+      return { kind: 'error' } as const;
+    });
+    if (outcome.kind !== 'acquired') return outcome.kind;
+    const { lease } = outcome;
+    try {
+      const chargeId = await effect.charge(keyOf(event));
+      const { row, response } = settlePayment(payments, event, lease.downstreamKey, chargeId);
+      await store.commit(lease, response, [row]);
+      return 'created';
+    } catch (error) {
+      // As the HTTP adapter does: give the key back so that a retry can take it over.
+      noteError(error);
+      await store.release(lease).catch(() => false);
+      return 'error';
+    }
+  };
+
+  const local = async (event: PaymentEvent): Promise<CallOutcome> => {
+    const { key, print } = identify(event);
+    try {
+      const outcome = await store.claimAndCommit(key, print, async ({ downstreamKey }) => {
+        const { row, response } = settlePayment(payments, event, downstreamKey, `local_${downstreamKey}`);
+        return { response, effects: [row] };
+      });
+      return outcome.kind === 'committed' ? 'created' : outcome.kind;
+    } catch (error) {
+      noteError(error);
+      return 'error';
+    }
+  };
+
+  if (mode === 'external') {
+    return { call: external, holdInFlight: (event) => holdThroughEffect(effect, event, external) };
+  }
+  return {
+    call: local,
+    // A purely local operation is never in flight on its own (one transaction); the key is held by someone else's
+    // claim, e.g. an external-effect operation under the same key.
+    async holdInFlight(event) {
+      const { key, print } = identify(event);
+      const outcome = await store.claim(key, print);
+      if (outcome.kind !== 'acquired') throw new Error(`could not hold ${key}: ${outcome.kind}`);
+      return async () => {
+        await store.release(outcome.lease);
+      };
+    },
+  };
+}
+
+/** Starts a call whose effect waits: its claim is written, its completion is not. */
+async function holdThroughEffect(
+  effect: ExternalEffect,
+  event: PaymentEvent,
+  call: (event: PaymentEvent) => Promise<CallOutcome>,
+): Promise<() => Promise<void>> {
+  const gate = effect.hold(keyOf(event));
+  const running = call(event);
+  await Promise.race([gate.entered, running.then((kind) => Promise.reject(new Error(`held call ended: ${kind}`)))]);
+  return async () => {
+    gate.open();
+    const kind = await running;
+    if (kind !== 'created') throw new Error(`held call ended as ${kind}`);
+  };
+}
+
+/** Powertools' table: partition key `id`, TTL on `expiration` (its defaults). */
+async function createPowertoolsTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+    }),
+  );
+  await waitUntilTableExists({ client, maxWaitTime: 60 }, { TableName: tableName });
+  await client.send(
+    new UpdateTimeToLiveCommand({
+      TableName: tableName,
+      TimeToLiveSpecification: { AttributeName: 'expiration', Enabled: true },
+    }),
+  );
+}
+
+/** What Powertools reads from a Lambda context: the remaining time, which sets its in-progress expiry. */
+function lambdaContext(): Context {
+  const deadline = Date.now() + HOLD_SECONDS * 1000;
+  return {
+    awsRequestId: freshDownstreamKey(),
+    functionName: 'bench-payments',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:local:000000000000:function:bench-payments',
+    memoryLimitInMB: '512',
+    logGroupName: '/aws/lambda/bench-payments',
+    logStreamName: 'bench',
+    callbackWaitsForEmptyEventLoop: true,
+    getRemainingTimeInMillis: () => deadline - Date.now(),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
