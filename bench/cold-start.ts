@@ -5,7 +5,9 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
+import { OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { build } from 'esbuild';
+import { LAMBDA_BUNDLING, LAMBDA_NODE_OPTIONS, LAMBDA_RUNTIME } from '../lib/infra/service-function';
 import { interleave, type LatencySummary, median, summarize } from './measure';
 
 const run = promisify(execFile);
@@ -35,7 +37,6 @@ export interface ColdStartResult {
   readonly esbuild: typeof ESBUILD_OPTIONS;
   readonly nodeOptions: string;
   /** Bundling literals of the stack this benchmark no longer matches: empty when it bundles as the stack does. */
-  readonly drift: string[];
 }
 
 /**
@@ -53,7 +54,7 @@ const IMPORT_ENV = {
  * As the function runs: the stack sets `NODE_OPTIONS=--enable-source-maps` on every function. `--no-warnings` only
  * silences the SDK's "Node 20 is ending support" notice, which Lambda's Node 22 runtime never prints.
  */
-const NODE_OPTIONS = '--enable-source-maps --no-warnings';
+const NODE_OPTIONS = `${LAMBDA_NODE_OPTIONS.NODE_OPTIONS} --no-warnings`;
 
 /** Timed inside the fresh process, around the import only: process start-up is not the handler's to own. */
 const IMPORT_SCRIPT = [
@@ -65,40 +66,21 @@ const IMPORT_SCRIPT = [
 ].join('\n');
 
 /**
- * esbuild as the CDK stack runs it for every function: lib/infra/service-function.ts keeps its `bundling` options
- * private, so they are restated here and checked against that file's text on every run (see `bundlingDrift`).
- * CDK turns them into `esbuild --bundle --target=node22 --platform=node --format=esm --minify --sourcemap
- * --main-fields=module,main --banner:js=...`, with no `--external` since the SDK is bundled (`bundleAwsSDK: true`).
+ * esbuild as the CDK stack runs it for every function, derived from the stack's own options (lib/infra), so the
+ * bench can't drift from what is deployed. CDK turns them into `esbuild --bundle --target=node22 --platform=node
+ * --format=esm --minify --sourcemap --main-fields=module,main --banner:js=...`, with no `--external` since the SDK is
+ * bundled (`bundleAwsSDK: true`).
  */
-const BANNER = "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 export const ESBUILD_OPTIONS = {
   bundle: true,
   platform: 'node',
-  target: 'node22', // CDK derives it from Runtime.NODEJS_22_X
-  format: 'esm',
-  minify: true,
-  sourcemap: true,
-  mainFields: ['module', 'main'],
-  banner: { js: BANNER },
+  target: LAMBDA_RUNTIME.name.replace(/^nodejs(\d+)\.x$/, 'node$1'),
+  format: LAMBDA_BUNDLING.format === OutputFormat.ESM ? 'esm' : 'cjs',
+  minify: LAMBDA_BUNDLING.minify ?? false,
+  sourcemap: LAMBDA_BUNDLING.sourceMap ?? false,
+  mainFields: [...(LAMBDA_BUNDLING.mainFields ?? [])],
+  ...(LAMBDA_BUNDLING.banner ? { banner: { js: LAMBDA_BUNDLING.banner } } : {}),
 } as const;
-
-/** The literals of lib/infra/service-function.ts that ESBUILD_OPTIONS restates; any one missing means drift. */
-const STACK_BUNDLING_LITERALS = [
-  'format: OutputFormat.ESM',
-  "mainFields: ['module', 'main']",
-  JSON.stringify(BANNER),
-  'bundleAwsSDK: true',
-  'minify: true',
-  'sourceMap: true',
-  'Runtime.NODEJS_22_X',
-  "NODE_OPTIONS: '--enable-source-maps'",
-];
-
-/** The stack's bundling literals that this file no longer finds in lib/infra/service-function.ts. */
-export async function bundlingDrift(): Promise<string[]> {
-  const source = await readFile(join(ROOT, 'lib/infra/service-function.ts'), 'utf8');
-  return STACK_BUNDLING_LITERALS.filter((literal) => !source.includes(literal));
-}
 
 /**
  * Bundles both handlers as the stack does, then imports each bundle in `runs` fresh processes, alternating between
@@ -142,7 +124,7 @@ export async function measureColdStart(options: { runs: number }): Promise<ColdS
         importMs: { ...summarize(timings), median: median(timings) },
       });
     }
-    return { bundles, esbuild: ESBUILD_OPTIONS, nodeOptions: NODE_OPTIONS, drift: await bundlingDrift() };
+    return { bundles, esbuild: ESBUILD_OPTIONS, nodeOptions: NODE_OPTIONS };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -9,6 +9,9 @@ import type { EnvironmentConfig } from './environments';
 import type { FunctionSpec } from './functions';
 import { functionTimeoutSeconds } from './timing';
 
+/** Every function's runtime; esbuild's target follows from it (node22). */
+export const LAMBDA_RUNTIME = Runtime.NODEJS_22_X;
+
 /** The repository root: handler entries are relative to it, and esbuild runs from it. */
 const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
 
@@ -22,7 +25,10 @@ const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
  *   gives the module one.
  * - Minified with a source map; `NODE_OPTIONS=--enable-source-maps` (set on the function) maps stack traces back.
  */
-const bundling: BundlingOptions = {
+/** Source maps on stack traces: every function gets it. */
+export const LAMBDA_NODE_OPTIONS = { NODE_OPTIONS: '--enable-source-maps' } as const;
+
+export const LAMBDA_BUNDLING: BundlingOptions = {
   format: OutputFormat.ESM,
   mainFields: ['module', 'main'],
   banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
@@ -69,15 +75,15 @@ export class ServiceFunction extends Construct {
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: path.join(PROJECT_ROOT, 'package-lock.json'),
       description: spec.description,
-      runtime: Runtime.NODEJS_22_X,
+      runtime: LAMBDA_RUNTIME,
       architecture: Architecture.ARM_64,
       memorySize: spec.memoryMb,
       timeout: Duration.seconds(functionTimeoutSeconds(spec, config)),
       role: this.role,
       logGroup: this.logGroup,
       tracing: config.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
-      environment: { NODE_OPTIONS: '--enable-source-maps', ...environment },
-      bundling,
+      environment: { ...LAMBDA_NODE_OPTIONS, ...environment },
+      bundling: LAMBDA_BUNDLING,
     });
 
     Validations.of(this.function).acknowledge({
