@@ -4,24 +4,11 @@ import { EffectConditionFailedError, LeaseLostError, ResponseTooLargeError } fro
 import { scopedKey } from '../../lib/engine/key';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
 import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
-import { idempotencyTable, paymentsTable } from '../../lib/tables/definitions';
-import { createTestTable, localClient, localDocumentClient } from '../support/dynamodb';
+import { localClient, localDocumentClient, testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
-import { countRequests } from '../support/request-counter';
 
-const client = localClient();
-const doc = localDocumentClient(client);
-const requests = countRequests(client);
-let table: string;
-let effects: string;
-
-beforeAll(async () => {
-  [table, effects] = await Promise.all([
-    createTestTable(client, idempotencyTable),
-    createTestTable(client, paymentsTable),
-  ]);
-});
-afterAll(() => client.destroy());
+const db = testDatabase();
+const { doc, requests } = db;
 
 const created: StoredResponse = {
   statusCode: 201,
@@ -31,19 +18,23 @@ const created: StoredResponse = {
 const newKey = (account = 'acct_1') =>
   scopedKey({ accountId: account, operation: 'POST /payments', key: randomUUID() });
 const store = (clock = new FakeClock(), options: { leaseSeconds?: number; ttlSeconds?: number } = {}) =>
-  new IdempotencyStore({ client: doc, tableName: table, clock, leaseSeconds: 30, ...options });
+  new IdempotencyStore({ client: doc, tableName: db.idempotencyTable, clock, leaseSeconds: 30, ...options });
 
 /** One payment row per operation: the witness for "the effect happened once". */
 const paymentRow = (pk: string, id: string): EffectItem => ({
   Put: {
-    TableName: effects,
+    TableName: db.paymentsTable,
     Item: { pk, sk: `PAYMENT#${id}` },
     ConditionExpression: 'attribute_not_exists(pk)',
   },
 });
 async function paymentRows(pk: string): Promise<number> {
   const { Items } = await doc.send(
-    new ScanCommand({ TableName: effects, FilterExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk } }),
+    new ScanCommand({
+      TableName: db.paymentsTable,
+      FilterExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': pk },
+    }),
   );
   return Items?.length ?? 0;
 }
@@ -167,7 +158,11 @@ describe('a write whose reply is lost', () => {
 
   it('recognizes its own claim when the SDK retries a put that already landed', async () => {
     const { client: lossy, wasLost } = loseFirstReply('PutItemCommand');
-    const s = new IdempotencyStore({ client: localDocumentClient(lossy), tableName: table, leaseSeconds: 30 });
+    const s = new IdempotencyStore({
+      client: localDocumentClient(lossy),
+      tableName: db.idempotencyTable,
+      leaseSeconds: 30,
+    });
     const outcome = await s.claim(newKey(), 'fp');
     expect(wasLost()).toBe(true);
     expect(outcome.kind).toBe('acquired');
@@ -180,7 +175,12 @@ describe('a write whose reply is lost', () => {
     const first = await acquire(store(clock), key);
     clock.advance(30_001);
     const { client: lossy, wasLost } = loseFirstReply('UpdateItemCommand');
-    const s = new IdempotencyStore({ client: localDocumentClient(lossy), tableName: table, clock, leaseSeconds: 30 });
+    const s = new IdempotencyStore({
+      client: localDocumentClient(lossy),
+      tableName: db.idempotencyTable,
+      clock,
+      leaseSeconds: 30,
+    });
     const outcome = await s.claim(key, 'fp');
     expect(wasLost()).toBe(true);
     expect(outcome).toMatchObject({
@@ -195,7 +195,11 @@ describe('a write whose reply is lost', () => {
     // commit again would get a new one and fail the (already satisfied) condition. The lease token as the token
     // makes the second call a success too.
     const { client: lossy, wasLost } = loseFirstReply('TransactWriteItemsCommand', 1);
-    const s = new IdempotencyStore({ client: localDocumentClient(lossy), tableName: table, leaseSeconds: 30 });
+    const s = new IdempotencyStore({
+      client: localDocumentClient(lossy),
+      tableName: db.idempotencyTable,
+      leaseSeconds: 30,
+    });
     const key = newKey();
     const claimed = await acquire(s, key);
     await expect(s.commit(claimed, created, [paymentRow(key, 'once')])).rejects.toThrow('socket hang up');
@@ -278,7 +282,7 @@ describe('release', () => {
     const current = await acquire(s, key);
     expect(await s.release(stale)).toBe(false);
     expect((await s.claim(key, 'fp')).kind).toBe('in_flight');
-    const { Item } = await doc.send(new GetCommand({ TableName: table, Key: { pk: key } }));
+    const { Item } = await doc.send(new GetCommand({ TableName: db.idempotencyTable, Key: { pk: key } }));
     expect(Item).toMatchObject({ status: RecordStatus.InProgress, leaseToken: current.leaseToken });
   });
 
@@ -314,7 +318,7 @@ describe('commit', () => {
     const first = await acquire(s, key);
     const blocked: EffectItem = {
       ConditionCheck: {
-        TableName: effects,
+        TableName: db.paymentsTable,
         Key: { pk: `missing-${randomUUID()}`, sk: 'x' },
         ConditionExpression: 'attribute_exists(pk)',
       },
@@ -345,7 +349,7 @@ describe('commit', () => {
   });
 });
 
-describe('claimAndCommit (one-shot local effects)', () => {
+describe('claimAndCommit (one-shot local db.paymentsTable)', () => {
   const build = (key: string, id: string) => async () => ({ response: created, effects: [paymentRow(key, id)] });
 
   it('commits claim, effect and completion in one round trip', async () => {

@@ -7,24 +7,12 @@ import { IdempotencyStore } from '../../lib/engine/store';
 import { problemErrorHandler } from '../../lib/http/error-handler';
 import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
 import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
-import { idempotencyTable, paymentsTable } from '../../lib/tables/definitions';
 import { apiEvent, lambdaContext } from '../support/api-event';
-import { createTestTable, localClient, localDocumentClient } from '../support/dynamodb';
+import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
-import { countRequests } from '../support/request-counter';
 
-const client = localClient();
-const doc = localDocumentClient(client);
-const requests = countRequests(client);
-let table: string;
-let effects: string;
-beforeAll(async () => {
-  [table, effects] = await Promise.all([
-    createTestTable(client, idempotencyTable),
-    createTestTable(client, paymentsTable),
-  ]);
-});
-afterAll(() => client.destroy());
+const db = testDatabase();
+const { doc, requests } = db;
 
 const Body = z.strictObject({ amount: z.number().int().positive(), currency: z.string().length(3) });
 type Ctx = Context & WithIdempotency & WithBody<z.infer<typeof Body>>;
@@ -33,7 +21,7 @@ type Ctx = Context & WithIdempotency & WithBody<z.infer<typeof Body>>;
 function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: string[] } = {}) {
   const store = new IdempotencyStore({
     client: doc,
-    tableName: table,
+    tableName: db.idempotencyTable,
     clock: options.clock,
     leaseSeconds: options.leaseSeconds ?? 30,
   });
@@ -41,7 +29,7 @@ function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: 
   let behaviour: (ctx: Ctx) => Promise<APIGatewayProxyResult> = async (ctx) => {
     const id = `pay_${randomUUID().slice(0, 8)}`;
     ctx.idempotency.stage({
-      Put: { TableName: effects, Item: { pk: `TEST#${ctx.idempotency.downstreamKey}`, sk: id } },
+      Put: { TableName: db.paymentsTable, Item: { pk: `TEST#${ctx.idempotency.downstreamKey}`, sk: id } },
     });
     return {
       statusCode: 201,
@@ -79,7 +67,7 @@ const post = (key: string | undefined, body: unknown = { amount: 4200, currency:
 async function effectRows(downstreamKey: string): Promise<number> {
   const { Items } = await doc.send(
     new ScanCommand({
-      TableName: effects,
+      TableName: db.paymentsTable,
       FilterExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': `TEST#${downstreamKey}` },
     }),
@@ -201,13 +189,13 @@ describe('httpIdempotency', () => {
   });
 
   it.each([500, 503, 429])(
-    'does not store a %i: the key is released and staged effects are not written',
+    'does not store a %i: the key is released and staged db.paymentsTable are not written',
     async (status) => {
       const h = harness();
       const key = randomUUID();
       h.set(async (ctx) => {
         ctx.idempotency.stage({
-          Put: { TableName: effects, Item: { pk: `TEST#${ctx.idempotency.downstreamKey}`, sk: 'x' } },
+          Put: { TableName: db.paymentsTable, Item: { pk: `TEST#${ctx.idempotency.downstreamKey}`, sk: 'x' } },
         });
         return { statusCode: status, body: '{}' };
       });
@@ -262,14 +250,14 @@ describe('httpIdempotency', () => {
     let takeover: Promise<APIGatewayProxyResult> | undefined;
     h.set(async (ctx) => {
       ctx.idempotency.stage({
-        Put: { TableName: effects, Item: { pk: `TEST#${ctx.idempotency.downstreamKey}`, sk: 's' } },
+        Put: { TableName: db.paymentsTable, Item: { pk: `TEST#${ctx.idempotency.downstreamKey}`, sk: 's' } },
       });
       if (!takeover) {
         // This owner stalls past its lease; a retry takes the record over and completes first.
         clock.advance(6000);
         h.set(async (inner) => {
           inner.idempotency.stage({
-            Put: { TableName: effects, Item: { pk: `TEST#${inner.idempotency.downstreamKey}`, sk: 'new' } },
+            Put: { TableName: db.paymentsTable, Item: { pk: `TEST#${inner.idempotency.downstreamKey}`, sk: 'new' } },
           });
           return { statusCode: 201, body: '{"by":"new owner"}' };
         });

@@ -1,27 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { compareAndSet, compareAndSetItem, InvalidNaturalRequestError } from '../../lib/natural';
-import { paymentsTable } from '../../lib/tables/definitions';
-import { createTestTable, localClient, localDocumentClient } from '../support/dynamodb';
-import { countRequests } from '../support/request-counter';
+import { testDatabase } from '../support/dynamodb';
 
-const client = localClient();
-const doc = localDocumentClient(client);
-const requests = countRequests(client);
-let table: string;
-
-beforeAll(async () => {
-  table = await createTestTable(client, paymentsTable);
-});
-afterAll(() => client.destroy());
+const db = testDatabase();
+const { doc, requests } = db;
 
 async function payment(status = 'succeeded') {
   const Key = { pk: `ACCOUNT#${randomUUID()}`, sk: 'PAYMENT#p1' };
-  await doc.send(new PutCommand({ TableName: table, Item: { ...Key, status, amount: 1200 } }));
+  await doc.send(new PutCommand({ TableName: db.paymentsTable, Item: { ...Key, status, amount: 1200 } }));
   return Key;
 }
 const settle = (Key: Record<string, unknown>, settledAt = '2026-11-30T12:00:00Z') => ({
-  TableName: table,
+  TableName: db.paymentsTable,
   Key,
   attribute: 'status',
   expected: 'succeeded',
@@ -47,7 +38,7 @@ describe('compareAndSet', () => {
     if (first.kind !== 'changed' || repeat.kind !== 'unchanged') throw new Error('unexpected outcomes');
     expect(repeat.item).toEqual(first.item);
     expect(requests.sent).toEqual(['UpdateItemCommand']);
-    const { Item } = await doc.send(new GetCommand({ TableName: table, Key }));
+    const { Item } = await doc.send(new GetCommand({ TableName: db.paymentsTable, Key }));
     expect(Item).toEqual(first.item);
   });
 
@@ -60,7 +51,7 @@ describe('compareAndSet', () => {
   it('reports a missing item and never creates one', async () => {
     const Key = { pk: `ACCOUNT#${randomUUID()}`, sk: 'PAYMENT#none' };
     expect(await compareAndSet(doc, settle(Key))).toEqual({ kind: 'missing' });
-    const { Item } = await doc.send(new GetCommand({ TableName: table, Key }));
+    const { Item } = await doc.send(new GetCommand({ TableName: db.paymentsTable, Key }));
     expect(Item).toBeUndefined();
   });
 
@@ -74,7 +65,7 @@ describe('compareAndSet', () => {
     const changed = results.filter((result) => result.kind === 'changed');
     expect(changed).toHaveLength(1);
     expect(results.filter((result) => result.kind === 'unchanged')).toHaveLength(19);
-    const { Item } = await doc.send(new GetCommand({ TableName: table, Key }));
+    const { Item } = await doc.send(new GetCommand({ TableName: db.paymentsTable, Key }));
     expect(Item).toEqual(changed[0]?.item);
   });
 
@@ -100,11 +91,11 @@ describe('compareAndSetItem', () => {
     const transaction = () =>
       doc.send(
         new TransactWriteCommand({
-          TransactItems: [compareAndSetItem(settle(Key)), { Put: { TableName: table, Item: witness } }],
+          TransactItems: [compareAndSetItem(settle(Key)), { Put: { TableName: db.paymentsTable, Item: witness } }],
         }),
       );
     await transaction();
-    expect((await doc.send(new GetCommand({ TableName: table, Key }))).Item?.status).toBe('settled');
+    expect((await doc.send(new GetCommand({ TableName: db.paymentsTable, Key }))).Item?.status).toBe('settled');
     await expect(transaction()).rejects.toMatchObject({ name: 'TransactionCanceledException' });
   });
 });

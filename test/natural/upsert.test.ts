@@ -1,25 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { InvalidNaturalRequestError, upsert, upsertItem } from '../../lib/natural';
-import { paymentsTable } from '../../lib/tables/definitions';
-import { createTestTable, localClient, localDocumentClient } from '../support/dynamodb';
+import { testDatabase } from '../support/dynamodb';
 
-const client = localClient();
-const doc = localDocumentClient(client);
-let table: string;
-
-beforeAll(async () => {
-  table = await createTestTable(client, paymentsTable);
-});
-afterAll(() => client.destroy());
+const db = testDatabase();
+const { doc } = db;
 
 const profileKey = () => ({ pk: `USER#${randomUUID()}`, sk: 'PROFILE' });
-const read = async (Key: Record<string, unknown>) => (await doc.send(new GetCommand({ TableName: table, Key }))).Item;
+const read = async (Key: Record<string, unknown>) =>
+  (await doc.send(new GetCommand({ TableName: db.paymentsTable, Key }))).Item;
 
 describe('upsert', () => {
   it('creates the item when absent and returns it', async () => {
     const Key = profileKey();
-    const item = await upsert(doc, { TableName: table, Key, values: { email: 'ada@example.com', verified: true } });
+    const item = await upsert(doc, {
+      TableName: db.paymentsTable,
+      Key,
+      values: { email: 'ada@example.com', verified: true },
+    });
     expect(item).toEqual({ ...Key, email: 'ada@example.com', verified: true });
   });
 
@@ -27,9 +25,9 @@ describe('upsert', () => {
     const once = profileKey();
     const twice = { ...once, pk: `${once.pk}-twice` };
     const values = { email: 'ada@example.com', verified: true, tags: ['a', 'b'] };
-    await upsert(doc, { TableName: table, Key: once, values });
-    await upsert(doc, { TableName: table, Key: twice, values });
-    const second = await upsert(doc, { TableName: table, Key: twice, values });
+    await upsert(doc, { TableName: db.paymentsTable, Key: once, values });
+    await upsert(doc, { TableName: db.paymentsTable, Key: twice, values });
+    const second = await upsert(doc, { TableName: db.paymentsTable, Key: twice, values });
     const { pk: _pk1, ...afterOnce } = (await read(once)) ?? {};
     const { pk: _pk2, ...afterTwice } = (await read(twice)) ?? {};
     expect(afterTwice).toEqual(afterOnce);
@@ -38,8 +36,8 @@ describe('upsert', () => {
 
   it('keeps the attributes it does not name', async () => {
     const Key = profileKey();
-    await doc.send(new PutCommand({ TableName: table, Item: { ...Key, createdAt: 1 } }));
-    expect(await upsert(doc, { TableName: table, Key, values: { verified: true } })).toEqual({
+    await doc.send(new PutCommand({ TableName: db.paymentsTable, Item: { ...Key, createdAt: 1 } }));
+    expect(await upsert(doc, { TableName: db.paymentsTable, Key, values: { verified: true } })).toEqual({
       ...Key,
       createdAt: 1,
       verified: true,
@@ -48,16 +46,20 @@ describe('upsert', () => {
 
   it('refuses empty values, undefined values and key attributes', () => {
     const Key = profileKey();
-    expect(() => upsertItem({ TableName: table, Key, values: {} })).toThrow(InvalidNaturalRequestError);
-    expect(() => upsertItem({ TableName: table, Key, values: { a: undefined } })).toThrow(InvalidNaturalRequestError);
-    expect(() => upsertItem({ TableName: table, Key, values: { sk: 'x' } })).toThrow(InvalidNaturalRequestError);
+    expect(() => upsertItem({ TableName: db.paymentsTable, Key, values: {} })).toThrow(InvalidNaturalRequestError);
+    expect(() => upsertItem({ TableName: db.paymentsTable, Key, values: { a: undefined } })).toThrow(
+      InvalidNaturalRequestError,
+    );
+    expect(() => upsertItem({ TableName: db.paymentsTable, Key, values: { sk: 'x' } })).toThrow(
+      InvalidNaturalRequestError,
+    );
   });
 });
 
 describe('upsertItem', () => {
   it('applies the same upsert inside a transaction, any number of times', async () => {
     const Key = profileKey();
-    const item = upsertItem({ TableName: table, Key, values: { verified: true } });
+    const item = upsertItem({ TableName: db.paymentsTable, Key, values: { verified: true } });
     await doc.send(new TransactWriteCommand({ TransactItems: [item] }));
     await doc.send(new TransactWriteCommand({ TransactItems: [item] }));
     expect(await read(Key)).toEqual({ ...Key, verified: true });

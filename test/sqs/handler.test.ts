@@ -5,23 +5,12 @@ import middy from '@middy/core';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { IdempotencyStore } from '../../lib/engine/store';
 import { byBodyField, makeSqsIdempotentHandler, recordIdentity, type SqsIdempotentHandlerOptions } from '../../lib/sqs';
-import { idempotencyTable, paymentsTable } from '../../lib/tables/definitions';
-import { createTestTable, localClient, localDocumentClient } from '../support/dynamodb';
+import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
 import { lambdaContext, recordingLogger, redelivered, resent, sqsEvent, sqsRecord } from './sqs-events';
 
-const client = localClient();
-const doc = localDocumentClient(client);
-let table: string;
-let orders: string;
-
-beforeAll(async () => {
-  [table, orders] = await Promise.all([
-    createTestTable(client, idempotencyTable),
-    createTestTable(client, paymentsTable),
-  ]);
-});
-afterAll(() => client.destroy());
+const db = testDatabase();
+const { doc } = db;
 
 const LEASE_MS = 30_000;
 const NAME = 'orders-fulfilment';
@@ -54,7 +43,12 @@ class FakeCarrier {
  * effects committed. `failNext` makes the next run of an order throw after the outside call (a crash mid-work).
  */
 function consumer(options: Partial<SqsIdempotentHandlerOptions<Shipped>> = {}, clock = new FakeClock(Date.now())) {
-  const store = new IdempotencyStore({ client: doc, tableName: table, clock, leaseSeconds: LEASE_MS / 1000 });
+  const store = new IdempotencyStore({
+    client: doc,
+    tableName: db.idempotencyTable,
+    clock,
+    leaseSeconds: LEASE_MS / 1000,
+  });
   const carrier = new FakeCarrier();
   const failNext = new Set<string>();
   const runs: string[] = [];
@@ -70,7 +64,10 @@ function consumer(options: Partial<SqsIdempotentHandlerOptions<Shipped>> = {}, c
       const bookingId = carrier.book(ctx.downstreamKey);
       if (failNext.delete(order.orderId)) throw new Error(`carrier timed out for ${order.orderId}`);
       ctx.stage({
-        Put: { TableName: orders, Item: { pk: `ORDER#${order.orderId}`, sk: `SHIPPED#${randomUUID()}`, bookingId } },
+        Put: {
+          TableName: db.paymentsTable,
+          Item: { pk: `ORDER#${order.orderId}`, sk: `SHIPPED#${randomUUID()}`, bookingId },
+        },
       });
       return { orderId: order.orderId, bookingId };
     },
@@ -101,7 +98,7 @@ const failures = (...records: SQSRecord[]) => records.map((record) => ({ itemIde
 async function committedRuns(record: SQSRecord): Promise<number> {
   const { Items } = await doc.send(
     new ScanCommand({
-      TableName: orders,
+      TableName: db.paymentsTable,
       FilterExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': `ORDER#${orderIdOf(record)}` },
     }),
@@ -227,12 +224,17 @@ describe('makeSqsIdempotentHandler', () => {
 
   it('writes none of the staged effects when the commit is fenced by a takeover, and sends the record back', async () => {
     const clock = new FakeClock(Date.now());
-    const taker = new IdempotencyStore({ client: doc, tableName: table, clock, leaseSeconds: LEASE_MS / 1000 });
+    const taker = new IdempotencyStore({
+      client: doc,
+      tableName: db.idempotencyTable,
+      clock,
+      leaseSeconds: LEASE_MS / 1000,
+    });
     let takeover: string | undefined;
     const { invoke, logger } = consumer(
       {
         process: async (_record, ctx) => {
-          ctx.stage({ Put: { TableName: orders, Item: { pk: ctx.key, sk: 'STALE' } } });
+          ctx.stage({ Put: { TableName: db.paymentsTable, Item: { pk: ctx.key, sk: 'STALE' } } });
           // This consumer stalls past its lease, and another one takes the key over meanwhile.
           clock.advance(LEASE_MS + 1);
           takeover = (await taker.claim(ctx.key, ctx.lease.fingerprint)).kind;
@@ -246,7 +248,7 @@ describe('makeSqsIdempotentHandler', () => {
     expect(takeover).toBe('acquired');
     const { Items } = await doc.send(
       new ScanCommand({
-        TableName: orders,
+        TableName: db.paymentsTable,
         FilterExpression: 'sk = :sk',
         ExpressionAttributeValues: { ':sk': 'STALE' },
       }),

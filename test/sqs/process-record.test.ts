@@ -11,30 +11,23 @@ import {
   type SqsRecordContext,
   TooManyEffectsError,
 } from '../../lib/sqs';
-import { idempotencyTable, paymentsTable } from '../../lib/tables/definitions';
-import { createTestTable, localClient, localDocumentClient } from '../support/dynamodb';
+import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
 import { sqsRecord } from './sqs-events';
 
-const client = localClient();
-const doc = localDocumentClient(client);
-let table: string;
-let rows: string;
-
-beforeAll(async () => {
-  [table, rows] = await Promise.all([
-    createTestTable(client, idempotencyTable),
-    createTestTable(client, paymentsTable),
-  ]);
-});
-afterAll(() => client.destroy());
+const db = testDatabase();
+const { doc } = db;
 
 const store = (clock = new FakeClock(Date.now())) =>
-  new IdempotencyStore({ client: doc, tableName: table, clock, leaseSeconds: 30 });
-const row = (pk: string, sk = randomUUID()): EffectItem => ({ Put: { TableName: rows, Item: { pk, sk } } });
+  new IdempotencyStore({ client: doc, tableName: db.idempotencyTable, clock, leaseSeconds: 30 });
+const row = (pk: string, sk = randomUUID()): EffectItem => ({ Put: { TableName: db.paymentsTable, Item: { pk, sk } } });
 async function rowsUnder(pk: string): Promise<number> {
   const { Items } = await doc.send(
-    new ScanCommand({ TableName: rows, FilterExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': pk } }),
+    new ScanCommand({
+      TableName: db.paymentsTable,
+      FilterExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': pk },
+    }),
   );
   return Items?.length ?? 0;
 }
@@ -113,7 +106,7 @@ describe('processRecordIdempotently', () => {
         ctx.stage(row(record.messageId));
         ctx.stage(
           compareAndSetItem({
-            TableName: rows,
+            TableName: db.paymentsTable,
             Key: { pk: `missing-${randomUUID()}`, sk: 'x' },
             attribute: 'status',
             expected: 'succeeded',

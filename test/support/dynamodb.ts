@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { TableDefinition } from '../../lib/tables/definitions';
+import { idempotencyTable, paymentsTable, type TableDefinition } from '../../lib/tables/definitions';
 import { ensureTable } from '../../lib/tables/ensure';
+import { countRequests } from './request-counter';
 
 /** A client for the DynamoDB Local that the jest global setup started. */
 export function localClient(overrides: Partial<DynamoDBClientConfig> = {}): DynamoDBClient {
@@ -25,4 +26,32 @@ export async function createTestTable(client: DynamoDBClient, definition: TableD
   const name = `${definition.id}-${randomUUID().slice(0, 8)}`;
   await ensureTable(client, definition, name);
   return name;
+}
+
+/**
+ * The DynamoDB a test file works against: a client for DynamoDB Local with a request counter, and a fresh
+ * idempotency table and payments table created in `beforeAll` (their names are readable once it has run).
+ * The client is destroyed in `afterAll`.
+ */
+export function testDatabase() {
+  const client = localClient();
+  const names = { idempotency: '', payments: '' };
+  beforeAll(async () => {
+    [names.idempotency, names.payments] = await Promise.all([
+      createTestTable(client, idempotencyTable),
+      createTestTable(client, paymentsTable),
+    ]);
+  });
+  afterAll(() => client.destroy());
+  return {
+    client,
+    doc: localDocumentClient(client),
+    requests: countRequests(client),
+    get idempotencyTable() {
+      return names.idempotency;
+    },
+    get paymentsTable() {
+      return names.payments;
+    },
+  };
 }
