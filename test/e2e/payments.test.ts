@@ -25,7 +25,8 @@ const stackEnv = (overrides: Record<string, string> = {}) => ({
 
 beforeAll(async () => {
   sandbox = await startSandbox({ port: 0 });
-  stack = await startStackProcess(stackEnv());
+  // A short processor timeout, so the timeout path (504) is quick to provoke.
+  stack = await startStackProcess(stackEnv({ PROCESSOR_TIMEOUT_MS: '1500' }));
 });
 afterAll(async () => {
   await stack?.stop();
@@ -89,6 +90,21 @@ describe('POST /payments over the local stack', () => {
     const first = await pay({ key });
     expect(first.status).toBe(502);
     expect(first.headers.get('retry-after')).toBeTruthy();
+    const retry = await pay({ key });
+    expect(retry.status).toBe(201);
+    const payment = (await retry.json()) as { id: string; charge_id: string };
+    const charges = await chargesFor(payment.id);
+    expect(charges).toHaveLength(1);
+    expect((charges[0] as unknown as { id: string }).id).toBe(payment.charge_id);
+  });
+
+  it('answers 504 when the processor times out, and the retry finds the charge it made meanwhile', async () => {
+    const key = randomUUID();
+    await fault({ mode: 'delay', ms: 2500, count: 1 });
+    const first = await pay({ key });
+    expect(first.status).toBe(504);
+    expect(first.headers.get('retry-after')).toBeTruthy();
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // the processor finishes the charge regardless
     const retry = await pay({ key });
     expect(retry.status).toBe(201);
     const payment = (await retry.json()) as { id: string; charge_id: string };
