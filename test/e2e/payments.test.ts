@@ -48,15 +48,22 @@ function pay(options: { key?: string; body?: unknown; apiKey?: string; url?: str
   return fetch(`${options.url ?? stack.url}/payments`, { method: 'POST', headers, body });
 }
 
-async function chargesUnder(downstreamKeys: Set<string> | undefined = undefined) {
-  const all = (await (await fetch(`${sandbox.url}/charges`)).json()) as { id: string; idempotency_key: string }[];
-  return downstreamKeys ? all.filter((c) => downstreamKeys.has(c.idempotency_key)) : all;
+async function allCharges() {
+  return (await (await fetch(`${sandbox.url}/charges`)).json()) as { id: string; idempotency_key: string }[];
 }
 
 /** Charges whose metadata names this payment: the witness for one operation. */
 async function chargesFor(paymentId: string) {
   const all = (await (await fetch(`${sandbox.url}/charges`)).json()) as { metadata: { payment_id: string } }[];
   return all.filter((c) => c.metadata.payment_id === paymentId);
+}
+
+/** A retry that succeeded, and the processor's ledger showing exactly the one charge it names. */
+async function expectOneChargeBehind(retry: Response) {
+  expect(retry.status).toBe(201);
+  const payment = (await retry.json()) as { id: string; charge_id: string };
+  const charges = (await chargesFor(payment.id)) as unknown as { id: string }[];
+  expect(charges.map((charge) => charge.id)).toEqual([payment.charge_id]);
 }
 
 async function fault(body: unknown) {
@@ -71,14 +78,14 @@ async function fault(body: unknown) {
 describe('POST /payments over the local stack', () => {
   it('turns 50 concurrent identical requests into one charge and one payment', async () => {
     const key = randomUUID();
-    const before = (await chargesUnder()).length;
+    const before = (await allCharges()).length;
     const responses = await Promise.all(Array.from({ length: 50 }, () => pay({ key })));
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(1);
     expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
     const bodies = await Promise.all(responses.filter((r) => r.status === 201).map((r) => r.json()));
     expect(new Set(bodies.map((b) => (b as { id: string }).id)).size).toBe(1);
-    expect((await chargesUnder()).length - before).toBe(1);
+    expect((await allCharges()).length - before).toBe(1);
     const paymentId = (bodies[0] as { id: string }).id;
     const get = await fetch(`${stack.url}/payments/${paymentId}`, { headers: { Authorization: `Bearer ${KEY_A}` } });
     expect(get.status).toBe(200);
@@ -90,12 +97,7 @@ describe('POST /payments over the local stack', () => {
     const first = await pay({ key });
     expect(first.status).toBe(502);
     expect(first.headers.get('retry-after')).toBeTruthy();
-    const retry = await pay({ key });
-    expect(retry.status).toBe(201);
-    const payment = (await retry.json()) as { id: string; charge_id: string };
-    const charges = await chargesFor(payment.id);
-    expect(charges).toHaveLength(1);
-    expect((charges[0] as unknown as { id: string }).id).toBe(payment.charge_id);
+    await expectOneChargeBehind(await pay({ key }));
   });
 
   it('answers 504 when the processor times out, and the retry finds the charge it made meanwhile', async () => {
@@ -105,12 +107,7 @@ describe('POST /payments over the local stack', () => {
     expect(first.status).toBe(504);
     expect(first.headers.get('retry-after')).toBeTruthy();
     await new Promise((resolve) => setTimeout(resolve, 1500)); // the processor finishes the charge regardless
-    const retry = await pay({ key });
-    expect(retry.status).toBe(201);
-    const payment = (await retry.json()) as { id: string; charge_id: string };
-    const charges = await chargesFor(payment.id);
-    expect(charges).toHaveLength(1);
-    expect((charges[0] as unknown as { id: string }).id).toBe(payment.charge_id);
+    await expectOneChargeBehind(await pay({ key }));
   });
 
   it('succeeds on a retry after a 503, with one charge', async () => {
@@ -119,9 +116,7 @@ describe('POST /payments over the local stack', () => {
     const first = await pay({ key });
     expect(first.status).toBe(503);
     expect(first.headers.get('content-type')).toBe('application/problem+json');
-    const retry = await pay({ key });
-    expect(retry.status).toBe(201);
-    expect(await chargesFor(((await retry.json()) as { id: string }).id)).toHaveLength(1);
+    await expectOneChargeBehind(await pay({ key }));
   });
 
   it('replays a reordered but equal body and rejects a changed one with 422', async () => {
@@ -203,12 +198,7 @@ describe('crashes and expiry', () => {
       const during = await pay({ key, url: restarted.url });
       expect(during.status).toBe(409); // the dead owner's lease still holds
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedAt + leaseMs + 300 - Date.now())));
-      const retry = await pay({ key, url: restarted.url });
-      expect(retry.status).toBe(201);
-      const payment = (await retry.json()) as { id: string; charge_id: string };
-      const charges = await chargesFor(payment.id);
-      expect(charges).toHaveLength(1);
-      expect((charges[0] as unknown as { id: string }).id).toBe(payment.charge_id);
+      await expectOneChargeBehind(await pay({ key, url: restarted.url }));
     } finally {
       await restarted.stop();
     }

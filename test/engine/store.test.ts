@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { EffectConditionFailedError, LeaseLostError, ResponseTooLargeError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
@@ -28,16 +28,6 @@ const paymentRow = (pk: string, id: string): EffectItem => ({
     ConditionExpression: 'attribute_not_exists(pk)',
   },
 });
-async function paymentRows(pk: string): Promise<number> {
-  const { Items } = await doc.send(
-    new ScanCommand({
-      TableName: db.paymentsTable,
-      FilterExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': pk },
-    }),
-  );
-  return Items?.length ?? 0;
-}
 
 /** Claims a key that the test expects to be free (or takeable): the lease, or a failed test. */
 async function acquire(s: IdempotencyStore, key: string, fp = 'fp'): Promise<Lease> {
@@ -59,7 +49,7 @@ describe('claim', () => {
     );
     expect(outcomes.filter((kind) => kind === 'acquired')).toHaveLength(1);
     expect(outcomes.filter((kind) => kind !== 'acquired' && kind !== 'in_flight' && kind !== 'replay')).toEqual([]);
-    expect(await paymentRows(key)).toBe(1);
+    expect(await db.itemsUnder(key)).toBe(1);
   });
 
   it('replays a completed record in one round trip', async () => {
@@ -205,7 +195,7 @@ describe('a write whose reply is lost', () => {
     await expect(s.commit(claimed, created, [paymentRow(key, 'once')])).rejects.toThrow('socket hang up');
     expect(wasLost()).toBe(true);
     await s.commit(claimed, created, [paymentRow(key, 'once')]);
-    expect(await paymentRows(key)).toBe(1);
+    expect(await db.itemsUnder(key)).toBe(1);
     expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay' });
     lossy.destroy();
   });
@@ -239,12 +229,12 @@ describe('takeover', () => {
     const current = await acquire(s, key);
 
     await expect(s.commit(stale, created, [paymentRow(key, 'stale')])).rejects.toBeInstanceOf(LeaseLostError);
-    expect(await paymentRows(key)).toBe(0);
+    expect(await db.itemsUnder(key)).toBe(0);
 
     await s.commit(current, created, [paymentRow(key, 'current')]);
-    expect(await paymentRows(key)).toBe(1);
+    expect(await db.itemsUnder(key)).toBe(1);
     await expect(s.commit(stale, created, [paymentRow(key, 'late')])).rejects.toBeInstanceOf(LeaseLostError);
-    expect(await paymentRows(key)).toBe(1);
+    expect(await db.itemsUnder(key)).toBe(1);
   });
 
   it('lets a slow owner whose lease ran out still commit when nobody took over', async () => {
@@ -298,7 +288,7 @@ describe('release', () => {
     const third = await s.claim(key, 'fp');
     expect(third.kind).toBe('in_flight');
     await s.commit(original, created, [paymentRow(key, 'once')]);
-    expect(await paymentRows(key)).toBe(1);
+    expect(await db.itemsUnder(key)).toBe(1);
   });
 
   it('cannot release a completed record', async () => {
@@ -326,7 +316,7 @@ describe('commit', () => {
     const error = await s.commit(first, created, [paymentRow(key, 'p'), blocked]).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EffectConditionFailedError);
     expect((error as EffectConditionFailedError).index).toBe(1);
-    expect(await paymentRows(key)).toBe(0);
+    expect(await db.itemsUnder(key)).toBe(0);
     expect((await s.claim(key, 'fp')).kind).toBe('in_flight');
   });
 
@@ -336,7 +326,7 @@ describe('commit', () => {
     const first = await acquire(s, key);
     const huge = { ...created, body: 'x'.repeat(400 * 1024) };
     await expect(s.commit(first, huge, [paymentRow(key, 'p')])).rejects.toBeInstanceOf(ResponseTooLargeError);
-    expect(await paymentRows(key)).toBe(0);
+    expect(await db.itemsUnder(key)).toBe(0);
   });
 
   it('is one TransactWriteItems round trip', async () => {
@@ -358,7 +348,7 @@ describe('claimAndCommit (one-shot local db.paymentsTable)', () => {
     requests.reset();
     expect((await s.claimAndCommit(key, 'fp', build(key, 'p1'))).kind).toBe('committed');
     expect(requests.sent).toEqual(['TransactWriteItemsCommand']);
-    expect(await paymentRows(key)).toBe(1);
+    expect(await db.itemsUnder(key)).toBe(1);
   });
 
   it('answers a duplicate from the cancellation reasons in that same round trip', async () => {
@@ -369,7 +359,7 @@ describe('claimAndCommit (one-shot local db.paymentsTable)', () => {
     expect(await s.claimAndCommit(key, 'fp', build(key, 'p2'))).toMatchObject({ kind: 'replay', response: created });
     expect(requests.sent).toEqual(['TransactWriteItemsCommand']);
     expect((await s.claimAndCommit(key, 'other', build(key, 'p3'))).kind).toBe('mismatch');
-    expect(await paymentRows(key)).toBe(1);
+    expect(await db.itemsUnder(key)).toBe(1);
   });
 
   it('makes exactly one effect out of 50 concurrent attempts', async () => {
@@ -380,7 +370,7 @@ describe('claimAndCommit (one-shot local db.paymentsTable)', () => {
     );
     expect(outcomes.filter((o) => o.kind === 'committed')).toHaveLength(1);
     expect(outcomes.every((o) => o.kind === 'committed' || o.kind === 'replay')).toBe(true);
-    expect(await paymentRows(key)).toBe(1);
+    expect(await db.itemsUnder(key)).toBe(1);
   });
 
   it('completes a released record, reusing its downstream key', async () => {
@@ -397,6 +387,6 @@ describe('claimAndCommit (one-shot local db.paymentsTable)', () => {
     const key = newKey();
     await s.claim(key, 'fp');
     expect((await s.claimAndCommit(key, 'fp', build(key, 'p1'))).kind).toBe('in_flight');
-    expect(await paymentRows(key)).toBe(0);
+    expect(await db.itemsUnder(key)).toBe(0);
   });
 });

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
@@ -64,16 +63,8 @@ function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: 
 const post = (key: string | undefined, body: unknown = { amount: 4200, currency: 'usd' }, accountId = 'acct_1') =>
   apiEvent({ body, accountId, headers: key === undefined ? {} : { 'Idempotency-Key': key } });
 
-async function effectRows(downstreamKey: string): Promise<number> {
-  const { Items } = await doc.send(
-    new ScanCommand({
-      TableName: db.paymentsTable,
-      FilterExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': `TEST#${downstreamKey}` },
-    }),
-  );
-  return Items?.length ?? 0;
-}
+/** Effect rows the handler staged under this operation's downstream key. */
+const effectRows = (downstreamKey: string) => db.itemsUnder(`TEST#${downstreamKey}`);
 
 function problem(result: APIGatewayProxyResult) {
   expect(result.headers?.['Content-Type']).toBe('application/problem+json');

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { EffectConditionFailedError, LeaseLostError } from '../../lib/engine/errors';
 import { RecordStatus } from '../../lib/engine/record';
 import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
@@ -21,16 +20,6 @@ const { doc } = db;
 const store = (clock = new FakeClock(Date.now())) =>
   new IdempotencyStore({ client: doc, tableName: db.idempotencyTable, clock, leaseSeconds: 30 });
 const row = (pk: string, sk = randomUUID()): EffectItem => ({ Put: { TableName: db.paymentsTable, Item: { pk, sk } } });
-async function rowsUnder(pk: string): Promise<number> {
-  const { Items } = await doc.send(
-    new ScanCommand({
-      TableName: db.paymentsTable,
-      FilterExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': pk },
-    }),
-  );
-  return Items?.length ?? 0;
-}
 const options = <T>(process: (ctx: SqsRecordContext) => Promise<T>): ProcessRecordOptions<T> => ({
   name: 'ledger',
   process: (_record, ctx) => process(ctx),
@@ -49,13 +38,13 @@ describe('processRecordIdempotently', () => {
     const first = await processRecordIdempotently(s, record, run);
     expect(first).toMatchObject({ kind: 'committed', summary: { credited: 5 }, attempt: 1 });
     expect(seen).toEqual([{ key: `ledger|ledger|${record.messageId}`, attempt: 1, receiveCount: 3, record }]);
-    expect(await rowsUnder(record.messageId)).toBe(2);
+    expect(await db.itemsUnder(record.messageId)).toBe(2);
 
     const again = await processRecordIdempotently(s, record, run);
     // A replay hands back the stored JSON: a Date comes back as its ISO string.
     expect(again).toEqual({ kind: 'replay', key: first.key, summary: { credited: 5, at: '1970-01-01T00:00:00.000Z' } });
     expect(seen).toHaveLength(1);
-    expect(await rowsUnder(record.messageId)).toBe(2);
+    expect(await db.itemsUnder(record.messageId)).toBe(2);
   });
 
   it('stores a function that returns nothing as a null summary', async () => {
@@ -82,7 +71,7 @@ describe('processRecordIdempotently', () => {
     );
     expect(failed).toEqual({ kind: 'failed', key: expect.any(String), error: boom, released: true });
     expect(await s.get(failed.key)).toMatchObject({ status: RecordStatus.Released });
-    expect(await rowsUnder(record.messageId)).toBe(0);
+    expect(await db.itemsUnder(record.messageId)).toBe(0);
 
     const retried = await processRecordIdempotently(
       s,
@@ -117,7 +106,7 @@ describe('processRecordIdempotently', () => {
     );
     expect(outcome).toMatchObject({ kind: 'failed', released: true });
     if (outcome.kind === 'failed') expect(outcome.error).toBeInstanceOf(EffectConditionFailedError);
-    expect(await rowsUnder(record.messageId)).toBe(0);
+    expect(await db.itemsUnder(record.messageId)).toBe(0);
   });
 
   it('reports a fenced commit, writes nothing, and leaves the new owner’s claim alone', async () => {
@@ -137,7 +126,7 @@ describe('processRecordIdempotently', () => {
     );
     expect(outcome.kind).toBe('fenced');
     if (outcome.kind === 'fenced') expect(outcome.error).toBeInstanceOf(LeaseLostError);
-    expect(await rowsUnder(record.messageId)).toBe(0);
+    expect(await db.itemsUnder(record.messageId)).toBe(0);
     expect(await s.get(outcome.key)).toMatchObject({ status: RecordStatus.InProgress, leaseToken: newOwner });
   });
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../../lib/tables/definitions';
 import { ensureTable } from '../../lib/tables/ensure';
 import { countRequests } from './request-counter';
@@ -43,15 +43,29 @@ export function testDatabase() {
     ]);
   });
   afterAll(() => client.destroy());
+  const documentClient = localDocumentClient(client);
   return {
     client,
-    doc: localDocumentClient(client),
+    doc: documentClient,
     requests: countRequests(client),
     get idempotencyTable() {
       return names.idempotency;
     },
     get paymentsTable() {
       return names.payments;
+    },
+    /** How many items the payments table holds under one partition key: the witness for "the effect happened". */
+    async itemsUnder(pk: string): Promise<number> {
+      const { Count } = await documentClient.send(
+        new QueryCommand({
+          TableName: names.payments,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk },
+          Select: 'COUNT',
+          ConsistentRead: true,
+        }),
+      );
+      return Count ?? 0;
     },
   };
 }
