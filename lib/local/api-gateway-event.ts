@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { header } from '../http/headers';
 
 /** The parts of an HTTP request that API Gateway turns into a proxy event. */
 export interface GatewayRequest {
@@ -39,7 +40,7 @@ export interface GatewayRouting {
 export function buildProxyEvent(request: GatewayRequest, routing: GatewayRouting): APIGatewayProxyEvent {
   const { headers, multiValueHeaders } = eventHeaders(request);
   const { single: queryStringParameters, multi: multiValueQueryStringParameters } = queryParameters(request.rawQuery);
-  const { body, isBase64Encoded } = eventBody(request.body, headerValue(headers, 'content-type'), routing);
+  const { body, isBase64Encoded } = eventBody(request.body, header(headers, 'content-type'), routing);
   const path = decodePath(request.rawPath);
   return {
     resource: routing.resource,
@@ -58,11 +59,11 @@ export function buildProxyEvent(request: GatewayRequest, routing: GatewayRouting
       apiId: routing.apiId,
       // Absent (undefined, dropped by JSON) without an authorizer, as on API Gateway.
       authorizer: routing.authorizer ?? undefined,
-      domainName: headerValue(headers, 'host') ?? `127.0.0.1:${request.serverPort}`,
+      domainName: header(headers, 'host') ?? `127.0.0.1:${request.serverPort}`,
       domainPrefix: routing.apiId,
       extendedRequestId: randomBytes(8).toString('base64url'),
       httpMethod: request.method,
-      identity: identity(request.sourceIp, headerValue(headers, 'user-agent') ?? null),
+      identity: identity(request.sourceIp, header(headers, 'user-agent') ?? null),
       path: `/${routing.stage}${path}`,
       protocol: 'HTTP/1.1',
       requestId: routing.requestId,
@@ -73,13 +74,6 @@ export function buildProxyEvent(request: GatewayRequest, routing: GatewayRouting
       stage: routing.stage,
     },
   };
-}
-
-/** Case-insensitive lookup in a header map that keeps the client's casing. */
-export function headerValue(headers: Record<string, string | undefined>, name: string): string | undefined {
-  const lower = name.toLowerCase();
-  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === lower) return value;
-  return undefined;
 }
 
 /**

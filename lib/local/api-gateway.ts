@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyResult } from 'aws-lambda';
+import { header } from '../http/headers';
 import { type AuthorizerCache, authorize } from './api-gateway-authorizer';
-import { buildProxyEvent, type GatewayRequest, headerValue } from './api-gateway-event';
+import { buildProxyEvent, type GatewayRequest } from './api-gateway-event';
 import {
   GATEWAY_RESPONSES,
   type GatewayResponse,
@@ -164,7 +165,7 @@ class LocalApiGateway {
     let authorizerContext: Record<string, string | number> | null = null;
     if (route.authorizer) {
       const outcome = await authorize(route.authorizer, {
-        authorizationHeader: headerValue(req.headers as Record<string, string | undefined>, 'authorization'),
+        authorizationHeader: header(req.headers as Record<string, string | undefined>, 'authorization'),
         methodArn: this.methodArn(method, rawPath),
         functionTimeoutMs: this.functionTimeoutMs,
         cache: this.authorizerCache,
