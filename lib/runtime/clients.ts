@@ -18,9 +18,19 @@ export function dynamoDbConfig(env: Env = process.env): DynamoDBClientConfig {
   };
 }
 
-/** One DocumentClient per container, created at cold start and reused by every invocation. */
+const clients = new WeakMap<Env, DynamoDBDocumentClient>();
+
+/**
+ * One DocumentClient per container (per environment object), created at cold start and shared by every store and
+ * every invocation: one connection pool, however many collaborators a function builds from its environment.
+ */
 export function documentClient(env: Env = process.env): DynamoDBDocumentClient {
-  return DynamoDBDocumentClient.from(new DynamoDBClient(dynamoDbConfig(env)), {
-    marshallOptions: { removeUndefinedValues: true },
-  });
+  let client = clients.get(env);
+  if (!client) {
+    client = DynamoDBDocumentClient.from(new DynamoDBClient(dynamoDbConfig(env)), {
+      marshallOptions: { removeUndefinedValues: true },
+    });
+    clients.set(env, client);
+  }
+  return client;
 }
