@@ -62,9 +62,9 @@ export function settleFromEvent(deps: SettleDeps) {
 
 function formatAmount(amount: number, currency: string): string {
   try {
-    const digits =
-      new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
-    return new Intl.NumberFormat('en', { style: 'currency', currency }).format(amount / 10 ** digits);
+    const format = new Intl.NumberFormat('en', { style: 'currency', currency });
+    const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+    return format.format(amount / 10 ** digits);
   } catch {
     return `${amount} ${currency}`;
   }
