@@ -8,7 +8,8 @@ import { type IdempotencyRecord, RecordStatus, type StoredResponse } from './rec
  * - `mismatch`: a live record made from a different request: the client reused its key for another operation.
  * - `replay`: the work committed; return the stored response.
  * - `in_flight`: another owner holds a live lease; come back after `retryAfterMs`.
- * - `takeover`: the record was released, or its owner's lease ran out; claim it by its current lease token.
+ * - `takeover`: the record was released or abandoned, or its owner's lease ran out; claim it by its current lease
+ *   token (same fingerprint, same downstream key).
  */
 export type Decision =
   | { readonly kind: 'fresh' }
@@ -37,6 +38,7 @@ export function decide(record: IdempotencyRecord | undefined, fingerprint: strin
       if (record.response === undefined) throw new IdempotencyError(`completed record ${record.key} has no response`);
       return { kind: 'replay', response: record.response, record };
     case RecordStatus.Released:
+    case RecordStatus.Abandoned:
       return { kind: 'takeover', record };
     case RecordStatus.InProgress: {
       const remaining = record.leaseExpiresAt - nowMs;

@@ -17,7 +17,26 @@ export const RecordAttribute = {
   attempt: 'attempt',
   createdAt: 'createdAt',
   completedAt: 'completedAt',
+  /** Recovery index partition key: present only while a recoverable operation is unfinished. */
+  recoveryShard: 'recoveryShard',
+  /** Recovery index sort key (epoch ms): when recovery may take the operation over. */
+  recoverAt: 'recoverAt',
 } as const;
 
 export const KEY_ATTRIBUTE = RecordAttribute.key;
 export const TTL_ATTRIBUTE = RecordAttribute.expiresAt;
+
+/**
+ * The sparse index of unfinished recoverable operations: only records carrying both recovery attributes appear in
+ * it, so recovery reads the few unfinished operations, never the table. Keys only: recovery re-reads each record
+ * strongly consistently before acting, since an index is eventually consistent.
+ */
+export const RECOVERY_INDEX = 'recovery';
+
+/**
+ * The index's partition key spreads records over this many shards, so that a busy table's claims and commits
+ * (each one a write to the index) never concentrate on one index partition. Recovery queries every shard.
+ * Changing it strands records in shards beyond the new count until they expire: only ever raise it together with
+ * a recovery that still reads the old shards.
+ */
+export const RECOVERY_SHARDS = 8;

@@ -9,6 +9,12 @@ export const RecordStatus = {
    * attempt takes the record over and reaches any outside system under the same key.
    */
   Released: 'RELEASED',
+  /**
+   * Given up on by recovery: nobody completed it and the outside system holds no effect under its downstream key.
+   * Like a released record it keeps its fingerprint and downstream key until it expires, so a late retry of the
+   * same request takes it over and reaches the outside system under the same key (finding anything made since).
+   */
+  Abandoned: 'ABANDONED',
 } as const;
 export type RecordStatus = (typeof RecordStatus)[keyof typeof RecordStatus];
 
@@ -34,6 +40,11 @@ export interface IdempotencyRecord {
   readonly attempt: number;
   readonly createdAt: number;
   readonly response?: StoredResponse;
+  /**
+   * Present only while a recoverable operation is unfinished (in progress or released): epoch ms after which
+   * recovery may take it over. Together with its shard it forms the sparse recovery index.
+   */
+  readonly recoverAt?: number;
 }
 
 /** What an owner holds after a successful claim: enough to commit or release, and nothing else. */
@@ -46,4 +57,9 @@ export interface Lease {
   readonly attempt: number;
   /** True when this lease took over a released record or one whose owner's lease ran out. */
   readonly takeover: boolean;
+  /**
+   * True when the operation is tracked in the recovery index until it completes or is abandoned: its effect lives
+   * in another system, so a crashed or abandoned attempt must be finished (or given up) without its client.
+   */
+  readonly recoverable: boolean;
 }

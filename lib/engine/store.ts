@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
@@ -9,6 +10,7 @@ import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
+  QueryCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
   UpdateCommand,
@@ -23,7 +25,7 @@ import {
   LeaseLostError,
   ResponseTooLargeError,
 } from './errors';
-import { RecordAttribute as A } from './layout';
+import { RecordAttribute as A, RECOVERY_INDEX, RECOVERY_SHARDS } from './layout';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record';
 
 /** One action of a TransactWriteItems, in DocumentClient form: the caller's own puts, updates and checks. */
@@ -40,6 +42,36 @@ export type ClaimOutcome =
 export type OneShotOutcome =
   | { readonly kind: 'committed'; readonly response: StoredResponse; readonly downstreamKey: string }
   | Exclude<ClaimOutcome, { kind: 'acquired' }>;
+
+/**
+ * The outcomes of {@link IdempotencyStore.resume}: recovery taking over an unfinished operation by its key.
+ *
+ * - `acquired`: it was released, abandoned, or its owner's lease ran out; this lease now owns it.
+ * - `in_flight`: a live owner holds it; `retryAfterMs` is what is left of that owner's lease.
+ * - `completed`: it committed; nothing to recover.
+ * - `absent`: no live record under the key (never claimed, expired, or another generation than the one expected).
+ */
+export type ResumeOutcome =
+  | { readonly kind: 'acquired'; readonly lease: Lease }
+  | { readonly kind: 'in_flight'; readonly retryAfterMs: number; readonly record: IdempotencyRecord }
+  | { readonly kind: 'completed'; readonly record: IdempotencyRecord }
+  | { readonly kind: 'absent' };
+
+export interface ResumeOptions {
+  /**
+   * Resume only the generation whose downstream key is this one: a witness of an outside effect (a webhook about a
+   * charge) names the key the effect was made under, and must not complete a later generation of the same client
+   * key (reused after the first one expired) with it.
+   */
+  readonly downstreamKey?: string;
+}
+
+/** A recoverable operation due for recovery, from the recovery index. */
+export interface DueOperation {
+  readonly key: string;
+  /** Epoch ms since when it has been due. */
+  readonly recoverAt: number;
+}
 
 /** What a one-shot operation's builder sees: the identifiers of the generation it would commit. */
 export interface OneShotContext {
@@ -67,6 +99,12 @@ export interface ClaimOptions {
    * `in_flight` at once. Keep it within the function's remaining time. Default 0: don't wait.
    */
   readonly waitMs?: number;
+  /**
+   * Track the operation in the recovery index until it completes or is abandoned ({@link IdempotencyStore.findDue}):
+   * for work whose effect lives in another system (a charge), so that an attempt whose client never comes back is
+   * still finished, or given up, by recovery. The table needs the recovery index. Default false.
+   */
+  readonly recoverable?: boolean;
 }
 
 export const DEFAULT_LEASE_SECONDS = 60;
@@ -140,7 +178,8 @@ export class IdempotencyStore {
     let waited = 0;
     let pollMs = POLL_START_MS;
     let writes = 1;
-    let seen = await this.putFresh(key, fingerprint);
+    const recoverable = options.recoverable ?? false;
+    let seen = await this.putFresh(key, fingerprint, recoverable);
     for (;;) {
       if (seen.kind === 'acquired') return { kind: 'acquired', lease: seen.lease };
       const now = this.clock.now();
@@ -149,7 +188,9 @@ export class IdempotencyStore {
         // The record changed between our write and our reading of it; a few rounds settle any real race.
         if (++writes > MAX_ROUNDS) throw new ContendedError(key);
         seen =
-          decision.kind === 'fresh' ? await this.putFresh(key, fingerprint) : await this.takeOver(decision.record, now);
+          decision.kind === 'fresh'
+            ? await this.putFresh(key, fingerprint, recoverable)
+            : await this.takeOver(decision.record, now, recoverable);
         continue;
       }
       if (decision.kind !== 'in_flight' || waited + pollMs > waitMs) return decision;
@@ -164,7 +205,8 @@ export class IdempotencyStore {
   /**
    * Commits the work: the caller's effect items and this record's completion in one TransactWriteItems.
    * The completion is conditioned on the lease token still being ours and the record still in progress, so a
-   * stale owner (taken over after its lease ran out) writes nothing at all, effects included.
+   * stale owner (taken over after its lease ran out) writes nothing at all, effects included. The record leaves the
+   * recovery index, and lives (and replays) for a full TTL from now, however long the operation took to finish.
    *
    * @throws {LeaseLostError} this owner no longer holds the record; nothing was written.
    * @throws {EffectConditionFailedError} one of the caller's items failed its condition; nothing was written.
@@ -172,24 +214,32 @@ export class IdempotencyStore {
    */
   async commit(lease: Lease, response: StoredResponse, effects: readonly EffectItem[] = []): Promise<void> {
     this.assertStorable(response);
+    const now = this.clock.now();
     const completion: EffectItem = {
       Update: {
         TableName: this.tableName,
         Key: { [A.key]: lease.key },
-        UpdateExpression: 'SET #status = :completed, #response = :response, #completedAt = :now',
+        UpdateExpression:
+          'SET #status = :completed, #response = :response, #completedAt = :now, #expiresAt = :expiresAt ' +
+          'REMOVE #recoveryShard, #recoverAt',
         // Fencing: only the current owner, only once.
         ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
         ExpressionAttributeNames: {
           '#status': A.status,
           '#response': A.response,
           '#completedAt': A.completedAt,
+          '#expiresAt': A.expiresAt,
           '#leaseToken': A.leaseToken,
+          '#recoveryShard': A.recoveryShard,
+          '#recoverAt': A.recoverAt,
         },
         ExpressionAttributeValues: {
           ':completed': RecordStatus.Completed,
           ':inProgress': RecordStatus.InProgress,
           ':response': response,
-          ':now': this.clock.now(),
+          ':now': now,
+          // Never earlier than before: the record's expiry is at most createdAt + ttl, and now >= createdAt.
+          ':expiresAt': this.expiryFrom(now),
           ':token': lease.leaseToken,
         },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -212,34 +262,82 @@ export class IdempotencyStore {
   /**
    * Gives the key back after a transient failure, conditioned on still owning it. The lease ends now, but the
    * fingerprint and downstream key stay, so the retry reaches outside systems under the same key and a different
-   * body under this key is still a mismatch. Returns false (and changes nothing) when this owner no longer holds it.
+   * body under this key is still a mismatch. A recoverable operation becomes due for recovery one lease from now:
+   * time for its client to come back first. Returns false (and changes nothing) when this owner no longer holds it.
    */
   async release(lease: Lease): Promise<boolean> {
-    try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { [A.key]: lease.key },
-          UpdateExpression: 'SET #status = :released, #leaseExpiresAt = :now',
-          ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
-          ExpressionAttributeNames: {
-            '#status': A.status,
-            '#leaseExpiresAt': A.leaseExpiresAt,
-            '#leaseToken': A.leaseToken,
-          },
-          ExpressionAttributeValues: {
-            ':released': RecordStatus.Released,
-            ':inProgress': RecordStatus.InProgress,
-            ':now': this.clock.now(),
-            ':token': lease.leaseToken,
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return false;
-      throw error;
+    const now = this.clock.now();
+    return this.endLease(lease, RecordStatus.Released, {
+      set: lease.recoverable ? { [A.recoverAt]: now + this.leaseMs } : {},
+      remove: [],
+      now,
+    });
+  }
+
+  /**
+   * Gives up on an operation (recovery found no effect under its downstream key, and its client is gone),
+   * conditioned on still owning it. It leaves the recovery index but keeps its fingerprint and downstream key until
+   * it expires: a late retry of the same request takes it over and reaches outside systems under the same key.
+   * Returns false (and changes nothing) when this owner no longer holds it.
+   */
+  async abandon(lease: Lease): Promise<boolean> {
+    return this.endLease(lease, RecordStatus.Abandoned, {
+      set: {},
+      remove: [A.recoverAt, A.recoveryShard],
+      now: this.clock.now(),
+    });
+  }
+
+  /**
+   * Recovery's way in: takes over an unfinished operation by its key (released, abandoned, or in progress with its
+   * lease run out), keeping its fingerprint and downstream key. Unlike {@link claim} it never creates a record and
+   * never disturbs a live owner: a completer or a witness of the outside effect uses it to finish an operation whose
+   * client is gone. The lease it returns commits, releases or abandons like any other.
+   */
+  async resume(key: string, options: ResumeOptions = {}): Promise<ResumeOutcome> {
+    let record = await this.get(key);
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      if (record === undefined) return { kind: 'absent' };
+      if (options.downstreamKey !== undefined && record.downstreamKey !== options.downstreamKey) {
+        return { kind: 'absent' };
+      }
+      const now = this.clock.now();
+      const decision = decide(record, record.fingerprint, now);
+      switch (decision.kind) {
+        case 'fresh':
+        case 'mismatch': // cannot happen: the record's own fingerprint
+          return { kind: 'absent' };
+        case 'replay':
+          return { kind: 'completed', record };
+        case 'in_flight':
+          return { kind: 'in_flight', retryAfterMs: record.leaseExpiresAt - now, record };
+        case 'takeover': {
+          // Recovery's own lease is recoverable: if recovery dies half-way, the operation stays due.
+          const seen = await this.takeOver(record, now, true);
+          if (seen.kind === 'acquired') return seen;
+          record = seen.record;
+        }
+      }
     }
+    throw new ContendedError(key);
+  }
+
+  /**
+   * Recoverable operations due for recovery: in progress with their owner's lease run out, or released a lease ago
+   * and not retried since. Oldest first, at most `limit`. Reads the sparse recovery index (one query per shard),
+   * never the table. The index is eventually consistent: {@link resume} each key, which reads it again, before
+   * acting on it.
+   */
+  async findDue(options: { limit?: number } = {}): Promise<DueOperation[]> {
+    const limit = options.limit ?? 100;
+    const now = this.clock.now();
+    const shards = await Promise.all(
+      Array.from({ length: RECOVERY_SHARDS }, (_, shard) => this.dueInShard(String(shard), now, limit)),
+    );
+    return shards
+      .flat()
+      .sort((a, b) => a.recoverAt - b.recoverAt)
+      .slice(0, limit);
   }
 
   /**
@@ -270,7 +368,8 @@ export class IdempotencyStore {
         fingerprint,
         leaseToken,
         leaseExpiresAt: now,
-        expiresAt: previous?.expiresAt ?? this.expiryFrom(now),
+        // A full TTL from now, like every commit: a completed operation replays for its whole TTL.
+        expiresAt: this.expiryFrom(now),
         downstreamKey,
         attempt,
         createdAt: previous?.createdAt ?? now,
@@ -317,7 +416,7 @@ export class IdempotencyStore {
   }
 
   /** Claim a key nobody holds: succeeds only if the record is absent or expired. */
-  private async putFresh(key: string, fingerprint: string): Promise<Seen> {
+  private async putFresh(key: string, fingerprint: string, recoverable: boolean): Promise<Seen> {
     const now = this.clock.now();
     const record: IdempotencyRecord = {
       key,
@@ -329,6 +428,8 @@ export class IdempotencyStore {
       downstreamKey: this.ids.downstreamKey(),
       attempt: 1,
       createdAt: now,
+      // Due for recovery when the lease runs out: by then a live owner has either finished or died.
+      ...(recoverable ? { recoverAt: now + this.leaseMs } : {}),
     };
     try {
       await this.client.send(
@@ -353,8 +454,10 @@ export class IdempotencyStore {
    * we saw, so of two concurrent takeovers exactly one wins; the fingerprint and downstream key are kept, so an
    * effect the dead owner may have made elsewhere is found again under the same key, not repeated.
    */
-  private async takeOver(previous: IdempotencyRecord, now: number): Promise<Seen> {
+  private async takeOver(previous: IdempotencyRecord, now: number, recoverable: boolean): Promise<Seen> {
     const leaseExpiresAt = now + this.leaseMs;
+    // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back).
+    const tracked = recoverable || previous.recoverAt !== undefined;
     const record: IdempotencyRecord = {
       ...previous,
       status: RecordStatus.InProgress,
@@ -363,8 +466,10 @@ export class IdempotencyStore {
       // Keep the record alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
       expiresAt: Math.max(previous.expiresAt, Math.ceil(leaseExpiresAt / 1000)),
       attempt: previous.attempt + 1,
+      ...(tracked ? { recoverAt: leaseExpiresAt } : {}),
     };
     const condition = this.ownedByCondition(previous);
+    const recovery = tracked ? ', #recoveryShard = :shard, #recoverAt = :recoverAt' : '';
     try {
       await this.client.send(
         new UpdateCommand({
@@ -372,13 +477,14 @@ export class IdempotencyStore {
           Key: { [A.key]: previous.key },
           UpdateExpression:
             'SET #status = :inProgress, #leaseToken = :newToken, #leaseExpiresAt = :leaseExpiresAt, ' +
-            '#expiresAt = :expiresAt, #attempt = #attempt + :one',
+            `#expiresAt = :expiresAt, #attempt = #attempt + :one${recovery}`,
           ConditionExpression: condition.ConditionExpression,
           ExpressionAttributeNames: {
             ...condition.ExpressionAttributeNames,
             '#leaseExpiresAt': A.leaseExpiresAt,
             '#expiresAt': A.expiresAt,
             '#attempt': A.attempt,
+            ...(tracked ? { '#recoveryShard': A.recoveryShard, '#recoverAt': A.recoverAt } : {}),
           },
           ExpressionAttributeValues: {
             ...condition.ExpressionAttributeValues,
@@ -387,6 +493,7 @@ export class IdempotencyStore {
             ':leaseExpiresAt': record.leaseExpiresAt,
             ':expiresAt': record.expiresAt,
             ':one': 1,
+            ...(tracked ? { ':shard': recoveryShardOf(previous.key), ':recoverAt': leaseExpiresAt } : {}),
           },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -395,6 +502,78 @@ export class IdempotencyStore {
     } catch (error) {
       return this.ownWriteOr(await this.seenAfterFailedWrite(previous.key, error), record, true);
     }
+  }
+
+  /**
+   * Ends this owner's lease with a new status (released, abandoned), conditioned on still owning it in progress.
+   * A lost reply that the SDK retried meets the record our first attempt wrote: same token, the new status: ours.
+   */
+  private async endLease(
+    lease: Lease,
+    status: RecordStatus,
+    change: { set: Record<string, number>; remove: string[]; now: number },
+  ): Promise<boolean> {
+    const names: Record<string, string> = {
+      '#status': A.status,
+      '#leaseExpiresAt': A.leaseExpiresAt,
+      '#leaseToken': A.leaseToken,
+    };
+    const values: Record<string, unknown> = {
+      ':status': status,
+      ':inProgress': RecordStatus.InProgress,
+      ':now': change.now,
+      ':token': lease.leaseToken,
+    };
+    const sets = ['#status = :status', '#leaseExpiresAt = :now'];
+    for (const [attribute, value] of Object.entries(change.set)) {
+      names[`#${attribute}`] = attribute;
+      values[`:${attribute}`] = value;
+      sets.push(`#${attribute} = :${attribute}`);
+    }
+    for (const attribute of change.remove) names[`#${attribute}`] = attribute;
+    const removes = change.remove.length > 0 ? ` REMOVE ${change.remove.map((a) => `#${a}`).join(', ')}` : '';
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [A.key]: lease.key },
+          UpdateExpression: `SET ${sets.join(', ')}${removes}`,
+          ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const raw = error.Item as Record<string, AttributeValue> | undefined;
+      const current = raw ? fromItem(unmarshall(raw)) : undefined;
+      return current?.leaseToken === lease.leaseToken && current.status === status;
+    }
+  }
+
+  private async dueInShard(shard: string, now: number, limit: number): Promise<DueOperation[]> {
+    const due: DueOperation[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: RECOVERY_INDEX,
+          KeyConditionExpression: '#shard = :shard AND #recoverAt <= :now',
+          ExpressionAttributeNames: { '#shard': A.recoveryShard, '#recoverAt': A.recoverAt },
+          ExpressionAttributeValues: { ':shard': shard, ':now': now },
+          Limit: limit - due.length,
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        due.push({ key: item[A.key] as string, recoverAt: Number(item[A.recoverAt]) });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start !== undefined && due.length < limit);
+    return due;
   }
 
   /**
@@ -488,7 +667,13 @@ function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
     fingerprint: record.fingerprint,
     attempt: record.attempt,
     takeover,
+    recoverable: record.recoverAt !== undefined,
   };
+}
+
+/** The recovery index shard of a key: a stable spread of keys over {@link RECOVERY_SHARDS} partitions. */
+export function recoveryShardOf(key: string): string {
+  return String(createHash('sha256').update(key).digest().readUInt32BE(0) % RECOVERY_SHARDS);
 }
 
 function toItem(record: IdempotencyRecord): Record<string, unknown> {
@@ -503,6 +688,9 @@ function toItem(record: IdempotencyRecord): Record<string, unknown> {
     [A.attempt]: record.attempt,
     [A.createdAt]: record.createdAt,
     ...(record.response ? { [A.response]: record.response } : {}),
+    ...(record.recoverAt !== undefined
+      ? { [A.recoveryShard]: recoveryShardOf(record.key), [A.recoverAt]: record.recoverAt }
+      : {}),
   };
 }
 
@@ -518,6 +706,7 @@ function fromItem(item: Record<string, unknown>): IdempotencyRecord {
     attempt: Number(item[A.attempt] ?? 1),
     createdAt: Number(item[A.createdAt]),
     ...(item[A.response] ? { response: item[A.response] as StoredResponse } : {}),
+    ...(item[A.recoverAt] !== undefined ? { recoverAt: Number(item[A.recoverAt]) } : {}),
   };
 }
 

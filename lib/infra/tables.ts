@@ -1,9 +1,9 @@
-import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { AttributeType, BillingMode, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
 import { type TableDefinition, tableDefinitions } from '../tables/definitions';
 import type { EnvironmentConfig } from './environments';
 
-const ATTRIBUTE_TYPES = { S: AttributeType.STRING } as const;
+const ATTRIBUTE_TYPES = { S: AttributeType.STRING, N: AttributeType.NUMBER } as const;
 
 /**
  * The service's DynamoDB tables, built from the same definitions the local stack and the tests create tables from.
@@ -30,7 +30,7 @@ export class DataTables extends Construct {
 
   private build(definition: TableDefinition, config: EnvironmentConfig): Table {
     const { partitionKey, sortKey } = definition;
-    return new Table(this, definition.id, {
+    const table = new Table(this, definition.id, {
       partitionKey: { name: partitionKey.name, type: ATTRIBUTE_TYPES[partitionKey.type] },
       sortKey: sortKey ? { name: sortKey.name, type: ATTRIBUTE_TYPES[sortKey.type] } : undefined,
       billingMode: BillingMode.PAY_PER_REQUEST,
@@ -40,5 +40,14 @@ export class DataTables extends Construct {
       deletionProtection: config.deletionProtection,
       removalPolicy: config.removalPolicy,
     });
+    for (const index of definition.indexes ?? []) {
+      table.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: { name: index.partitionKey.name, type: ATTRIBUTE_TYPES[index.partitionKey.type] },
+        sortKey: index.sortKey ? { name: index.sortKey.name, type: ATTRIBUTE_TYPES[index.sortKey.type] } : undefined,
+        projectionType: ProjectionType.KEYS_ONLY,
+      });
+    }
+    return table;
   }
 }

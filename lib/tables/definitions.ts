@@ -1,25 +1,50 @@
-import { KEY_ATTRIBUTE, TTL_ATTRIBUTE } from '../engine/layout';
+import { KEY_ATTRIBUTE, RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from '../engine/layout';
 
 /**
  * The tables, described once. The CDK stack builds them from these definitions and the local stack and tests create
  * them from the same ones, so local and deployed tables cannot drift. Plain data: no CDK, no SDK imports.
  */
+export interface KeyDefinition {
+  readonly name: string;
+  readonly type: 'S' | 'N';
+}
+
+/** A global secondary index. Keys only: whoever reads it re-reads the item from the table. */
+export interface IndexDefinition {
+  readonly name: string;
+  readonly partitionKey: KeyDefinition;
+  readonly sortKey?: KeyDefinition;
+  readonly projection: 'KEYS_ONLY';
+}
+
 export interface TableDefinition {
   /** Logical name: CDK construct id, and the suffix of local table names. */
   readonly id: string;
   /** Environment variable through which functions learn the physical table name. */
   readonly envVar: string;
-  readonly partitionKey: { readonly name: string; readonly type: 'S' };
-  readonly sortKey?: { readonly name: string; readonly type: 'S' };
+  readonly partitionKey: KeyDefinition;
+  readonly sortKey?: KeyDefinition;
   readonly ttlAttribute?: string;
+  readonly indexes?: readonly IndexDefinition[];
 }
 
-/** The engine's key store: one item per scoped idempotency key. */
+/**
+ * The engine's key store: one item per scoped idempotency key, and the sparse recovery index, in which only
+ * unfinished recoverable operations appear (the engine's `findDue` queries it; nothing ever scans the table).
+ */
 export const idempotencyTable: TableDefinition = {
   id: 'Idempotency',
   envVar: 'IDEMPOTENCY_TABLE',
   partitionKey: { name: KEY_ATTRIBUTE, type: 'S' },
   ttlAttribute: TTL_ATTRIBUTE,
+  indexes: [
+    {
+      name: RECOVERY_INDEX,
+      partitionKey: { name: RecordAttribute.recoveryShard, type: 'S' },
+      sortKey: { name: RecordAttribute.recoverAt, type: 'N' },
+      projection: 'KEYS_ONLY',
+    },
+  ],
 };
 
 /**
