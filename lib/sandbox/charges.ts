@@ -14,6 +14,7 @@ const chargeRequestSchema = z.strictObject({
   amount: z.number().int().min(1).max(MAX_AMOUNT),
   currency: z.string().regex(/^[A-Za-z]{3}$/, 'expected a three-letter ISO currency code'),
   source: z.string().min(1),
+  description: z.string().max(1000).optional(),
   metadata: z.record(z.string(), z.string()).optional(),
 });
 
@@ -29,6 +30,8 @@ export interface Charge {
   /** Lowercase ISO code, as the processor returns it whatever case was sent. */
   readonly currency: string;
   readonly source: string;
+  /** As sent, or null (Stripe's convention for an absent description). */
+  readonly description: string | null;
   readonly status: 'succeeded';
   readonly metadata: Readonly<Record<string, string>>;
   /** The `Idempotency-Key` the charge was made under: how a test ties a charge to the request that made it. */
@@ -57,6 +60,7 @@ export function buildCharge(request: ChargeRequest, idempotencyKey: string, crea
     amount: request.amount,
     currency: request.currency.toLowerCase(),
     source: request.source,
+    description: request.description ?? null,
     status: 'succeeded',
     metadata: request.metadata ?? {},
     idempotency_key: idempotencyKey,

@@ -36,6 +36,13 @@ interface Entry<R> {
 /** One key space (a processor scopes keys per endpoint family: charges and emails each get a ledger). */
 export class IdempotencyLedger<R> {
   readonly #entries = new Map<string, Entry<R>>();
+  /** Keys whose first request is still doing its work. */
+  readonly #running = new Set<string>();
+
+  /** Whether the first request with `key` is still working (its outcome is not known yet). */
+  isRunning(key: string): boolean {
+    return this.#running.has(key);
+  }
 
   /**
    * Runs `work` if this request is the first with `key`, otherwise replays or refuses.
@@ -69,6 +76,7 @@ export class IdempotencyLedger<R> {
       settle = resolve;
     });
     this.#entries.set(key, { fingerprint, settled });
+    this.#running.add(key);
     try {
       const execution = await work();
       if (!execution.remember) this.#entries.delete(key);
@@ -78,6 +86,8 @@ export class IdempotencyLedger<R> {
       this.#entries.delete(key);
       settle(undefined);
       throw error;
+    } finally {
+      this.#running.delete(key);
     }
   }
 }

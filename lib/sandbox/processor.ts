@@ -28,6 +28,11 @@ export interface SandboxOptions {
   readonly clock?: () => number;
   /** How a new event's delivery is retried; see {@link DEFAULT_WEBHOOK_RETRY}. */
   readonly webhookRetry?: WebhookRetry;
+  /**
+   * Whether new events are delivered (default true). Off, events are still recorded (`GET /events`) but never sent,
+   * as when an endpoint is disabled in a real processor's dashboard; `PUT /__webhooks` flips it at run time.
+   */
+  readonly webhooksEnabled?: boolean;
 }
 
 /** A running sandbox, with accessors that let a test see what it did. */
@@ -79,6 +84,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     chargeEndpoint: endpoint(FaultTarget.charges),
     emailEndpoint: endpoint(FaultTarget.emails),
     webhooks: webhookSender(options, clock, lifetime.signal),
+    webhookDelivery: { enabled: options.webhooksEnabled ?? true },
     nowSeconds: () => Math.floor(clock() / 1000),
   };
   const server = createServer(routeRequest(sandboxRoutes(context)));

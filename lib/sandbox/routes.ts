@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { buildCharge, type Charge, declineBody, isDeclined, parseChargeRequest } from './charges';
 import { buildEmail, type Email, parseEmailRequest } from './emails';
-import { internalErrorBody, invalidBody, invalidRequest, SandboxApiError } from './errors';
+import { ErrorType, internalErrorBody, invalidBody, invalidRequest, SandboxApiError } from './errors';
 import { chargeSucceeded, type ProcessorEvent } from './events';
 import { type FaultQueue, parseFault } from './faults';
 import { readJson, sendJson } from './http';
@@ -19,7 +19,10 @@ import type { WebhookSender } from './webhook-sender';
  * The sandbox's HTTP surface. `/v1/*` is what a client of the real processor or mailer calls; the other routes
  * are the sandbox's own controls and witnesses (what was charged, sent, emitted; which faults are pending).
  *
- *   POST   /v1/charges          Idempotency-Key + {amount, currency, source, metadata?}   201 | 402 | 400 | 503
+ *   POST   /v1/charges          Idempotency-Key + {amount, currency, source, description?, metadata?}
+ *                                                                                       201 | 402 | 400 | 503
+ *   GET    /v1/charges?idempotency_key=K   the charge made under K: {data: [charge]} or {data: []};
+ *                                          409 while the first request with K is still working
  *   POST   /v1/emails           Idempotency-Key + {to, subject, text, metadata?}          201 | 400 | 503
  *   GET    /charges             successful charges only (a decline moved no money)
  *   GET    /emails              emails sent
@@ -27,6 +30,7 @@ import type { WebhookSender } from './webhook-sender';
  *   POST   /__faults            {mode: delay|error_503|drop_after_charge, ms?, count?, target?: charges|emails}
  *   GET    /__faults            pending faults;  DELETE /__faults clears them
  *   POST   /__webhooks/resend   {event_id, times?}: concurrent, single-attempt redeliveries and their statuses
+ *   GET    /__webhooks          {enabled, url};  PUT /__webhooks {enabled}: stop or resume delivering new events
  */
 
 /** Everything the routes read and change: one sandbox's in-memory world. */
@@ -39,6 +43,8 @@ export interface SandboxContext {
   readonly emailEndpoint: IdempotentEndpoint;
   /** Absent when no webhook URL was configured: events are still recorded, just not delivered. */
   readonly webhooks: WebhookSender | undefined;
+  /** Whether new events are delivered now (`PUT /__webhooks`). */
+  readonly webhookDelivery: { enabled: boolean };
   readonly nowSeconds: () => number;
 }
 
@@ -46,6 +52,8 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
 /** The most deliveries one resend may ask for: enough to provoke any race, too few to flood a receiver. */
 const MAX_RESEND_TIMES = 100;
+
+const webhookSwitchSchema = z.strictObject({ enabled: z.boolean() });
 
 const resendSchema = z.strictObject({
   event_id: z.string().min(1),
@@ -56,6 +64,7 @@ const resendSchema = z.strictObject({
 export function sandboxRoutes(context: SandboxContext): Record<string, Handler> {
   return {
     'POST /v1/charges': (req, res) => createCharge(context, req, res),
+    'GET /v1/charges': (req, res) => findCharge(context, req, res),
     'GET /charges': async (_req, res) => sendJson(res, 200, context.charges),
     'POST /v1/emails': (req, res) => sendEmail(context, req, res),
     'GET /emails': async (_req, res) => sendJson(res, 200, context.emails),
@@ -67,6 +76,13 @@ export function sandboxRoutes(context: SandboxContext): Record<string, Handler> 
       sendJson(res, 200, context.faults.list());
     },
     'POST /__webhooks/resend': (req, res) => resendWebhook(context, req, res),
+    'GET /__webhooks': async (_req, res) => sendJson(res, 200, webhookState(context)),
+    'PUT /__webhooks': async (req, res) => {
+      const parsed = webhookSwitchSchema.safeParse(await readJson(req));
+      if (!parsed.success) throw invalidBody('webhook switch', parsed.error);
+      context.webhookDelivery.enabled = parsed.data.enabled;
+      sendJson(res, 200, webhookState(context));
+    },
   };
 }
 
@@ -106,13 +122,38 @@ async function createCharge(context: SandboxContext, req: IncomingMessage, res: 
   });
 }
 
-/** Keeps a new charge and announces it; the webhook goes out in the background. */
+/** Keeps a new charge and announces it; the webhook goes out in the background (unless delivery is off). */
 function recordCharge(context: SandboxContext, charge: Charge): Charge {
   context.charges.push(charge);
   const event = chargeSucceeded(charge, context.nowSeconds());
   context.events.push(event);
-  context.webhooks?.dispatch(event);
+  if (context.webhookDelivery.enabled) context.webhooks?.dispatch(event);
   return charge;
+}
+
+/**
+ * The charge made under an idempotency key, for a client that lost the answer and has no body to send again (a
+ * recovery job). Processors offer such a lookup by the merchant's reference. While the first request with the key
+ * is still working the outcome is unknown, and the answer says so (409, like a request that reuses a key in use)
+ * rather than "no charge", which a caller could take as final.
+ */
+async function findCharge(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const key = new URL(req.url ?? '/', 'http://sandbox').searchParams.get('idempotency_key');
+  if (!key) throw invalidRequest('The idempotency_key query parameter is required.');
+  if (context.chargeEndpoint.ledger.isRunning(key)) {
+    throw new SandboxApiError(
+      409,
+      ErrorType.idempotency,
+      'A request with this idempotency key is still being processed. Try again later.',
+      'idempotency_key_in_use',
+    );
+  }
+  const data = context.charges.filter((charge) => charge.idempotency_key === key);
+  sendJson(res, 200, { object: 'list', data });
+}
+
+function webhookState(context: SandboxContext) {
+  return { enabled: context.webhookDelivery.enabled, url: context.webhooks?.url ?? null };
 }
 
 async function sendEmail(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {

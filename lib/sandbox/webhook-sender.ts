@@ -45,6 +45,11 @@ export class WebhookSender {
     this.#options = options;
   }
 
+  /** Where events are delivered. */
+  get url(): string {
+    return this.#options.url;
+  }
+
   /**
    * Delivers a new event in the background, retrying on a network error or a non-2xx answer. Returns at once:
    * the charge response must not wait for the merchant's webhook endpoint.

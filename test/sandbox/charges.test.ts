@@ -27,6 +27,7 @@ describe('sandbox charges', () => {
       amount: 1999,
       currency: 'eur',
       source: 'tok_visa',
+      description: null,
       status: 'succeeded',
       metadata: { order: 'o-1' },
       idempotency_key: key,
@@ -80,6 +81,52 @@ describe('sandbox charges', () => {
     expect(charges).toHaveLength(1);
     expect(responses.every((response) => response.status === 201 && response.body.id === charges[0]?.id)).toBe(true);
     expect(responses.filter((response) => !response.replayed)).toHaveLength(1);
+  });
+
+  it('keeps the description a charge was made with', async () => {
+    const response = await postCharge<Charge>(sandbox, newKey(), { ...visaCharge, description: 'Order 42' });
+    expect(response.body.description).toBe('Order 42');
+  });
+
+  describe('GET /v1/charges?idempotency_key=', () => {
+    const lookUp = (key: string) => fetch(`${sandbox.url}/v1/charges?idempotency_key=${encodeURIComponent(key)}`);
+
+    it('finds the charge made under a key, for a client that lost the answer', async () => {
+      const key = newKey();
+      const charge = (await postCharge<Charge>(sandbox, key)).body;
+      const found = await lookUp(key);
+      expect(found.status).toBe(200);
+      expect(await found.json()).toEqual({ object: 'list', data: [charge] });
+    });
+
+    it('finds nothing under a key that made no charge: unused, declined or failed', async () => {
+      const declined = newKey();
+      await postCharge(sandbox, declined, { ...visaCharge, source: 'tok_chargeDeclined' });
+      const failed = newKey();
+      await injectFault(sandbox, { mode: 'error_503' });
+      expect((await postCharge(sandbox, failed)).status).toBe(503);
+      for (const key of [newKey(), declined, failed]) {
+        expect(await (await lookUp(key)).json()).toEqual({ object: 'list', data: [] });
+      }
+    });
+
+    it('answers 409 while the first request with the key is still working, then the charge', async () => {
+      const key = newKey();
+      await injectFault(sandbox, { mode: 'delay', ms: 400 });
+      const charging = postCharge<Charge>(sandbox, key);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const during = await lookUp(key);
+      expect(during.status).toBe(409);
+      expect(await during.json()).toMatchObject({
+        error: { type: 'idempotency_error', code: 'idempotency_key_in_use' },
+      });
+      const charge = (await charging).body;
+      expect(await (await lookUp(key)).json()).toEqual({ object: 'list', data: [charge] });
+    });
+
+    it('refuses a lookup without a key', async () => {
+      expect((await fetch(`${sandbox.url}/v1/charges`)).status).toBe(400);
+    });
   });
 
   it('makes one charge per distinct key', async () => {

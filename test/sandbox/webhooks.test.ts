@@ -63,6 +63,39 @@ describe('sandbox webhooks', () => {
     expect(await getJson<ProcessorEvent[]>(`${sandbox.url}/events`)).toEqual([event]);
   });
 
+  it('records events but delivers none while delivery is switched off, and delivers again once on', async () => {
+    const endpoint = await receiver();
+    const sandbox = await sandboxFor(endpoint);
+    const off = await fetch(`${sandbox.url}/__webhooks`, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ enabled: false }),
+    });
+    expect(await off.json()).toEqual({ enabled: false, url: endpoint.url });
+    await postCharge(sandbox, newKey());
+    expect(sandbox.events()).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(endpoint.received).toHaveLength(0);
+
+    await fetch(`${sandbox.url}/__webhooks`, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ enabled: true }),
+    });
+    await postCharge(sandbox, newKey());
+    await eventually(() => expect(endpoint.received).toHaveLength(1));
+  });
+
+  it('can start with delivery switched off', async () => {
+    const endpoint = await receiver();
+    const sandbox = await startSandbox({ webhookUrl: endpoint.url, webhookSecret: secret, webhooksEnabled: false });
+    servers.push(sandbox);
+    await postCharge(sandbox, newKey());
+    expect(await getJson(`${sandbox.url}/__webhooks`)).toEqual({ enabled: false, url: endpoint.url });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(endpoint.received).toHaveLength(0);
+  });
+
   it('emits no event for a decline', async () => {
     const endpoint = await receiver();
     const sandbox = await sandboxFor(endpoint);
