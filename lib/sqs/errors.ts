@@ -66,3 +66,31 @@ export class TooManyEffectsError extends SqsIdempotencyError {
     this.name = 'TooManyEffectsError';
   }
 }
+
+/**
+ * Thrown by a record function for a record that cannot be processed yet but will be (a webhook that arrived before
+ * the row it names was committed). The key is released as for any failure, and the message comes back after
+ * `afterMs` (the adapter changes its visibility) instead of after the queue's whole visibility timeout. It is logged
+ * as the expected wait it is, and a batch that only waits does not count as a function error.
+ */
+export class RetryLaterError extends SqsIdempotencyError {
+  constructor(
+    message: string,
+    readonly afterMs: number,
+  ) {
+    super(message);
+    this.name = 'RetryLaterError';
+  }
+}
+
+/**
+ * Thrown by a record function for a record that can never succeed (it contradicts what is recorded). With a
+ * dead-letter queue configured on the handler the message is moved there at once, with one clear log line, instead
+ * of failing on every receive until SQS's redrive moves it.
+ */
+export class DeadLetterError extends SqsIdempotencyError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeadLetterError';
+  }
+}

@@ -1,20 +1,42 @@
 import {
   BatchProcessor,
   EventType,
+  FullBatchFailureError,
   processPartialResponse,
   SqsFifoPartialProcessorAsync,
 } from '@aws-lambda-powertools/batch';
+import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { ConfigurationError } from '../engine/errors';
 import type { IdempotencyStore } from '../engine/store';
-import { RecordFencedError, RecordInFlightError, RecordMismatchError } from './errors';
+import {
+  DeadLetterError,
+  RecordFencedError,
+  RecordInFlightError,
+  RecordMismatchError,
+  RetryLaterError,
+} from './errors';
 import { recordIdentity } from './identity';
 import { type ProcessRecordOptions, processIdentifiedRecord, type RecordOutcome } from './process-record';
 
 /** Where the handler reports records it sends back to the queue. Powertools' Logger and `console` both fit. */
 export interface SqsLogger {
+  /** Expected waits (a record sent back to come again shortly). Falls back to `warn` when absent. */
+  info?(message: string, details: Record<string, unknown>): void;
   warn(message: string, details: Record<string, unknown>): void;
   error(message: string, details: Record<string, unknown>): void;
+}
+
+/** The queue the handler consumes, for the actions a record can't express by failing alone. */
+export interface SqsQueueAccess {
+  readonly client: SQSClient;
+  /**
+   * The queue's URL, for ChangeMessageVisibility (a record sent back to come again soon). Default: derived from the
+   * record's ARN (`https://sqs.<region>.amazonaws.com/<account>/<name>`).
+   */
+  readonly url?: string;
+  /** The dead-letter queue's URL: records whose function throws {@link DeadLetterError} are moved there at once. */
+  readonly deadLetterUrl?: string;
 }
 
 export interface SqsIdempotentHandlerOptions<TSummary> extends Omit<ProcessRecordOptions<TSummary>, 'lambdaContext'> {
@@ -40,6 +62,13 @@ export interface SqsIdempotentHandlerOptions<TSummary> extends Omit<ProcessRecor
   readonly throwOnFullBatchFailure?: boolean;
   /** Default `console`. */
   readonly logger?: SqsLogger;
+  /**
+   * Lets the handler act on the queue: send a record whose function threw {@link RetryLaterError}, or that another
+   * consumer holds, back with a short visibility timeout (the function's role needs sqs:ChangeMessageVisibility,
+   * which an SQS event source grants anyway), and move a {@link DeadLetterError} record to the dead-letter queue
+   * (sqs:SendMessage on it). Without it such records simply fail and return after the queue's visibility timeout.
+   */
+  readonly queue?: SqsQueueAccess;
 }
 
 /** A Lambda handler for an SQS event source mapping with `ReportBatchItemFailures` turned on. */
@@ -103,10 +132,22 @@ export function makeSqsIdempotentHandler<TSummary>(
       return outcome;
     }
 
+    /** Records sent back only to come again shortly: an expected wait, not a failure of the function. */
+    const waiting = new Set<string>();
+    const errors: Error[] = [];
+
     async function handleRecord(record: SQSRecord): Promise<void> {
-      let outcome: RecordOutcome<TSummary>;
       try {
-        outcome = await outcomeOf(record);
+        await settle(await outcomeOrLog(record), record, settings, waiting);
+      } catch (error) {
+        errors.push(error instanceof Error ? error : new Error(String(error)));
+        throw error;
+      }
+    }
+
+    async function outcomeOrLog(record: SQSRecord): Promise<RecordOutcome<TSummary>> {
+      try {
+        return await outcomeOf(record);
       } catch (error) {
         // No usable key, or the store unreachable: nothing was claimed, so nothing to release.
         settings.logger.error('record could not be processed; sent back to the queue', {
@@ -116,25 +157,34 @@ export function makeSqsIdempotentHandler<TSummary>(
         });
         throw error;
       }
-      settle(outcome, record, settings);
     }
 
     // A processor per invocation: Powertools keeps a batch's state on the processor instance (outside Lambda's
     // multi-concurrency mode), so a shared one would mix two concurrent invocations of this handler.
     // An event source mapping reads one queue, so the first record's source speaks for the batch.
+    // Powertools' own full-batch check can't tell a wait from a failure, so it is done here instead.
     const fifo = event.Records[0]?.eventSourceARN.endsWith('.fifo') ?? false;
-    const { throwOnFullBatchFailure } = settings;
-    return fifo
-      ? processPartialResponse(event, handleRecord, new SqsFifoPartialProcessorAsync(), {
+    const response = fifo
+      ? await processPartialResponse(event, handleRecord, new SqsFifoPartialProcessorAsync(), {
           context,
           skipGroupOnError: true,
-          throwOnFullBatchFailure,
+          throwOnFullBatchFailure: false,
         })
-      : processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
+      : await processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
           context,
           processInParallel: settings.processInParallel,
-          throwOnFullBatchFailure,
+          throwOnFullBatchFailure: false,
         });
+    const failures = response.batchItemFailures;
+    if (
+      settings.throwOnFullBatchFailure &&
+      event.Records.length > 0 &&
+      failures.length === event.Records.length &&
+      failures.some((failure) => !waiting.has(failure.itemIdentifier))
+    ) {
+      throw new FullBatchFailureError(errors);
+    }
+    return response;
   };
 }
 
@@ -167,14 +217,45 @@ function boundedWait(waitMs: number, context: Context | undefined): number {
 }
 
 /** Acknowledge (return) or send back to the queue (throw, which is how Powertools' processor fails a record). */
-function settle<TSummary>(outcome: RecordOutcome<TSummary>, record: SQSRecord, settings: Settings<TSummary>): void {
+async function settle<TSummary>(
+  outcome: RecordOutcome<TSummary>,
+  record: SQSRecord,
+  settings: Settings<TSummary>,
+  waiting: Set<string>,
+): Promise<void> {
   const details = { messageId: record.messageId, key: outcome.key, consumer: settings.name };
+  if (outcome.kind === 'failed' && outcome.error instanceof RetryLaterError) {
+    const seconds = await comeBackIn(record, outcome.error.afterMs, settings);
+    (settings.logger.info ?? settings.logger.warn).call(settings.logger, 'record not ready; it will come back', {
+      ...details,
+      reason: outcome.error.message,
+      afterSeconds: seconds,
+    });
+    waiting.add(record.messageId);
+    throw outcome.error;
+  }
+  if (outcome.kind === 'failed' && outcome.error instanceof DeadLetterError) {
+    if (await moveToDeadLetters(record, settings)) {
+      settings.logger.error('record can never succeed; moved to the dead-letter queue', {
+        ...details,
+        reason: outcome.error.message,
+      });
+      return;
+    }
+    settings.logger.error('record can never succeed; sent back until SQS moves it to the dead-letter queue', {
+      ...details,
+      reason: outcome.error.message,
+    });
+    throw outcome.error;
+  }
   switch (outcome.kind) {
     case 'committed':
     case 'replay':
       return;
     case 'in_flight':
       settings.logger.warn('record in flight elsewhere; sent back to the queue', details);
+      await comeBackIn(record, outcome.retryAfterMs, settings);
+      waiting.add(record.messageId);
       throw new RecordInFlightError(outcome.key, outcome.retryAfterMs);
     case 'mismatch':
       settings.logger.error('key reused with a different body', { ...details, onMismatch: settings.onMismatch });
@@ -191,4 +272,81 @@ function settle<TSummary>(outcome: RecordOutcome<TSummary>, record: SQSRecord, s
       });
       throw outcome.error instanceof Error ? outcome.error : new Error(String(outcome.error));
   }
+}
+
+/** SQS's limit on a visibility timeout: 12 hours. */
+const MAX_VISIBILITY_SECONDS = 12 * 60 * 60;
+
+/**
+ * Makes a record visible again in about `afterMs` (rounded up to whole seconds) instead of after the queue's
+ * visibility timeout. Returns the seconds set, or undefined when it could not (no queue access, or the call
+ * failed): the record then simply returns after the visibility timeout, which is slower but just as safe.
+ */
+async function comeBackIn<TSummary>(
+  record: SQSRecord,
+  afterMs: number,
+  settings: Settings<TSummary>,
+): Promise<number | undefined> {
+  const { queue } = settings;
+  if (!queue) return undefined;
+  const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(afterMs / 1000)));
+  try {
+    await queue.client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: queue.url ?? queueUrlOf(record.eventSourceARN),
+        ReceiptHandle: record.receiptHandle,
+        VisibilityTimeout: seconds,
+      }),
+    );
+    return seconds;
+  } catch (error) {
+    settings.logger.warn("could not shorten the record's visibility timeout; it returns after the full one", {
+      messageId: record.messageId,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return undefined;
+  }
+}
+
+/** Sends a copy of the record to the dead-letter queue; true when it is there (the record is then acknowledged). */
+async function moveToDeadLetters<TSummary>(record: SQSRecord, settings: Settings<TSummary>): Promise<boolean> {
+  const deadLetterUrl = settings.queue?.deadLetterUrl;
+  if (!settings.queue || !deadLetterUrl) return false;
+  try {
+    await settings.queue.client.send(
+      new SendMessageCommand({
+        QueueUrl: deadLetterUrl,
+        MessageBody: record.body,
+        MessageAttributes: Object.fromEntries(
+          Object.entries(record.messageAttributes).flatMap(([name, value]) =>
+            value.stringValue !== undefined
+              ? [[name, { DataType: value.dataType, StringValue: value.stringValue }]]
+              : [],
+          ),
+        ),
+        // A FIFO dead-letter queue needs a group; keep the record's.
+        ...(record.attributes.MessageGroupId
+          ? {
+              MessageGroupId: record.attributes.MessageGroupId,
+              MessageDeduplicationId: record.messageId,
+            }
+          : {}),
+      }),
+    );
+    return true;
+  } catch (error) {
+    settings.logger.error('could not move the record to the dead-letter queue', {
+      messageId: record.messageId,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    return false;
+  }
+}
+
+/** `arn:aws:sqs:eu-west-1:123456789012:orders` → `https://sqs.eu-west-1.amazonaws.com/123456789012/orders`. */
+export function queueUrlOf(queueArn: string): string {
+  const [, partition, , region, account, name] = queueArn.split(':');
+  if (!partition || !region || !account || !name) throw new ConfigurationError(`not an SQS queue ARN: ${queueArn}`);
+  const domain = partition === 'aws-cn' ? 'amazonaws.com.cn' : 'amazonaws.com';
+  return `https://sqs.${region}.${domain}/${account}/${name}`;
 }

@@ -3,18 +3,22 @@
  * batch processor.
  */
 export {
+  DeadLetterError,
   InvalidRecordKeyError,
   RecordFencedError,
   RecordInFlightError,
   RecordMismatchError,
+  RetryLaterError,
   SqsIdempotencyError,
   TooManyEffectsError,
 } from './errors';
 export {
   makeSqsIdempotentHandler,
+  queueUrlOf,
   type SqsIdempotentHandler,
   type SqsIdempotentHandlerOptions,
   type SqsLogger,
+  type SqsQueueAccess,
 } from './handler';
 export { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity';
 export {

@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import { IdempotencyStore } from '../../lib/engine/store';
+import { createQueueWithDlq, type LocalSqs, type QueueWithDlq, startLocalSqs } from '../../lib/local/sqs';
+import { toSqsRecord } from '../../lib/local/sqs-event';
+import { DeadLetterError, makeSqsIdempotentHandler, queueUrlOf, RetryLaterError } from '../../lib/sqs';
+import { testDatabase } from '../support/dynamodb';
+
+/**
+ * What the SQS adapter does to the queue itself, against the fauxqs emulator: a record that is not ready comes
+ * back after the delay its function asked for (not after the queue's visibility timeout), and a record that can
+ * never succeed moves to the dead-letter queue at once.
+ */
+const db = testDatabase();
+const VISIBILITY_SECONDS = 30;
+let sqs: LocalSqs;
+let queue: QueueWithDlq;
+
+beforeAll(async () => {
+  sqs = await startLocalSqs();
+  queue = await createQueueWithDlq(sqs.client, `actions-${randomUUID().slice(0, 8)}`, {
+    maxReceiveCount: 5,
+    visibilityTimeoutSeconds: VISIBILITY_SECONDS,
+  });
+});
+afterAll(() => sqs?.close());
+
+const lambdaContext = { getRemainingTimeInMillis: () => 10_000 } as Context;
+
+/** Sends one message and receives it, as the event source mapping would, into a Lambda-shaped record. */
+async function deliver(body: unknown): Promise<SQSRecord> {
+  await sqs.client.send(new SendMessageCommand({ QueueUrl: queue.queueUrl, MessageBody: JSON.stringify(body) }));
+  const { Messages } = await sqs.client.send(
+    new ReceiveMessageCommand({
+      QueueUrl: queue.queueUrl,
+      MaxNumberOfMessages: 1,
+      WaitTimeSeconds: 2,
+      MessageSystemAttributeNames: ['All'],
+      MessageAttributeNames: ['All'],
+    }),
+  );
+  const message = Messages?.[0];
+  if (!message) throw new Error('no message received');
+  return toSqsRecord(message, { queueArn: queue.queueArn, region: 'local' });
+}
+
+async function receiveWithin(url: string, seconds: number): Promise<string[]> {
+  const { Messages } = await sqs.client.send(
+    new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: seconds }),
+  );
+  return (Messages ?? []).map((message) => message.Body ?? '');
+}
+
+function consumer(process: (record: SQSRecord) => Promise<unknown>, withQueue = true) {
+  const lines: { level: string; message: string }[] = [];
+  const handler = makeSqsIdempotentHandler({
+    store: new IdempotencyStore({ client: db.doc, tableName: db.idempotencyTable }),
+    name: `actions-${randomUUID().slice(0, 8)}`,
+    process,
+    logger: {
+      info: (message) => lines.push({ level: 'info', message }),
+      warn: (message) => lines.push({ level: 'warn', message }),
+      error: (message) => lines.push({ level: 'error', message }),
+    },
+    ...(withQueue ? { queue: { client: sqs.client, url: queue.queueUrl, deadLetterUrl: queue.dlqUrl } } : {}),
+  });
+  return { handler, lines, invoke: (record: SQSRecord) => handler({ Records: [record] } as SQSEvent, lambdaContext) };
+}
+
+describe('a record whose function throws RetryLaterError', () => {
+  it('comes back after the delay asked for, not after the visibility timeout, logged as a wait', async () => {
+    const body = { id: randomUUID() };
+    const { invoke, lines } = consumer(async () => {
+      throw new RetryLaterError('the payment is not recorded yet', 1000);
+    });
+    const record = await deliver(body);
+    // Alone in its batch and only waiting: not a function error (nothing thrown, no ERROR line).
+    const response = await invoke(record);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(lines).toEqual([{ level: 'info', message: 'record not ready; it will come back' }]);
+    const started = Date.now();
+    expect(await receiveWithin(queue.queueUrl, 5)).toEqual([JSON.stringify(body)]);
+    expect(Date.now() - started).toBeLessThan(5000); // the queue's own timeout is 30 s
+  });
+
+  it('without queue access still fails the record, which then waits out the visibility timeout', async () => {
+    const { invoke } = consumer(async () => {
+      throw new RetryLaterError('not yet', 1000);
+    }, false);
+    const record = await deliver({ id: randomUUID() });
+    expect((await invoke(record)).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(await receiveWithin(queue.queueUrl, 2)).toEqual([]);
+  });
+});
+
+describe('a record whose function throws DeadLetterError', () => {
+  it('moves to the dead-letter queue at once with one clear line, and is acknowledged', async () => {
+    const body = { id: randomUUID() };
+    const { invoke, lines } = consumer(async () => {
+      throw new DeadLetterError('the event names another charge than the payment');
+    });
+    const record = await deliver(body);
+    expect((await invoke(record)).batchItemFailures).toEqual([]);
+    expect(lines).toEqual([{ level: 'error', message: 'record can never succeed; moved to the dead-letter queue' }]);
+    expect(await receiveWithin(queue.dlqUrl, 2)).toEqual([JSON.stringify(body)]);
+  });
+});
+
+describe('queueUrlOf', () => {
+  it('derives a queue URL from its ARN', () => {
+    expect(queueUrlOf('arn:aws:sqs:eu-west-1:123456789012:orders')).toBe(
+      'https://sqs.eu-west-1.amazonaws.com/123456789012/orders',
+    );
+  });
+});
