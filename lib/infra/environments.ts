@@ -33,8 +33,13 @@ export interface EnvironmentConfig {
   readonly idempotency: {
     /** How long a claim (IN_PROGRESS record) is owned before a retry may take it over. */
     readonly leaseSeconds: number;
-    /** How long a record, and so a replay, lives after it was written. */
+    /** How long a record, and so a replay, lives after it was written (and after it completed). */
     readonly ttlSeconds: number;
+    /**
+     * How often the completer looks for payments whose client never came back (an EventBridge rate, so whole
+     * minutes). Shorter than the lease, so recovery comes within twice the lease of an operation's last attempt.
+     */
+    readonly recoveryPeriodMinutes: number;
   };
   readonly timeouts: {
     /** Functions behind API Gateway routes. */
@@ -43,6 +48,8 @@ export interface EnvironmentConfig {
     readonly apiIntegrationSeconds: number;
     readonly authorizerSeconds: number;
     readonly queueConsumerSeconds: number;
+    /** The scheduled completer (each operation it recovers takes one processor lookup and one commit). */
+    readonly completerSeconds: number;
     /** The payments function's HTTP timeout towards the processor (`PROCESSOR_TIMEOUT_MS`). */
     readonly processorMilliseconds: number;
   };
@@ -77,12 +84,15 @@ export interface EnvironmentConfig {
 
 const shared = {
   logLevel: 'INFO',
-  idempotency: { leaseSeconds: 60, ttlSeconds: 24 * 60 * 60 },
+  // A 90 s lease: longer than every function's timeout, and longer than the completer's 1-minute period (the
+  // shortest EventBridge rate), so a payment whose client never came back is recovered within twice the lease.
+  idempotency: { leaseSeconds: 90, ttlSeconds: 24 * 60 * 60, recoveryPeriodMinutes: 1 },
   timeouts: {
     apiFunctionSeconds: 12,
     apiIntegrationSeconds: 10,
     authorizerSeconds: 5,
     queueConsumerSeconds: 30,
+    completerSeconds: 60,
     processorMilliseconds: 8_000,
   },
   apiGatewayCloudWatchRole: true,

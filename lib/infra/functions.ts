@@ -28,7 +28,9 @@ export type FunctionTrigger =
       readonly jsonObjectBody?: boolean;
     }
   | { readonly kind: 'authorizer' }
-  | { readonly kind: 'settlement-queue'; readonly batchSize: number };
+  | { readonly kind: 'settlement-queue'; readonly batchSize: number }
+  /** An EventBridge schedule, every `recoveryPeriodMinutes` of the environment. */
+  | { readonly kind: 'schedule' };
 
 export type RouteTrigger = Extract<FunctionTrigger, { readonly kind: 'route' }>;
 

@@ -28,8 +28,16 @@ describe('timingViolations', () => {
   });
 
   it('rejects a lease that a function can outlive', () => {
-    const violations = timingViolations(prodWith({ idempotency: { leaseSeconds: 30 } }), serviceFunctions);
-    expect(violations).toEqual(["lease (30s) must be longer than SettlementConsumer's timeout (30s)"]);
+    const violations = timingViolations(prodWith({ timeouts: { queueConsumerSeconds: 90 } }), serviceFunctions);
+    expect(violations).toEqual(["lease (90s) must be longer than SettlementConsumer's timeout (90s)"]);
+  });
+
+  it('rejects a completer that comes around less often than the lease', () => {
+    const violations = timingViolations(prodWith({ idempotency: { recoveryPeriodMinutes: 2 } }), serviceFunctions);
+    expect(violations).toEqual([
+      "the completer's period (120s) must be shorter than the lease (90s): an operation whose client never came " +
+        'back would wait more than twice the lease for recovery',
+    ]);
   });
 
   it('rejects an API function that API Gateway outwaits', () => {
@@ -43,12 +51,15 @@ describe('timingViolations', () => {
 
   it('rejects a processor timeout the payments function cannot wait for', () => {
     const violations = timingViolations(prodWith({ timeouts: { processorMilliseconds: 12_000 } }), serviceFunctions);
-    expect(violations).toEqual(["processor timeout (12000ms) must be shorter than PaymentsCreate's timeout (12s)"]);
+    expect(violations).toEqual(["processor timeout (12s) must be shorter than PaymentsCreate's timeout (12s)"]);
   });
 
-  it('rejects records that expire while still leased', () => {
-    const violations = timingViolations(prodWith({ idempotency: { ttlSeconds: 60 } }), serviceFunctions);
-    expect(violations).toEqual(['ttl (60s) must be longer than the lease (60s)']);
+  it('rejects records that could expire before recovery finds them', () => {
+    const violations = timingViolations(prodWith({ idempotency: { ttlSeconds: 240 } }), serviceFunctions);
+    expect(violations).toEqual([
+      "ttl (240s) must be longer than twice the lease (90s) plus the completer's period (60s): an unfinished " +
+        'operation could expire before recovery finds it',
+    ]);
   });
 
   it('rejects a lease that outlasts the visibility timeout of a redelivered settlement', () => {
@@ -88,7 +99,7 @@ describe('assertTiming', () => {
   it('names the environment and every violation', () => {
     const config = prodWith({ idempotency: { leaseSeconds: 10, ttlSeconds: 5 } });
     expect(() => assertTiming(config, serviceFunctions)).toThrow(
-      /Environment 'prod' has inconsistent timeouts:\n {2}- ttl \(5s\) must be longer than the lease \(10s\)\n/,
+      /Environment 'prod' has inconsistent timeouts:\n {2}- ttl \(5s\) must be longer than twice the lease \(10s\)/,
     );
   });
 

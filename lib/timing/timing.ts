@@ -1,0 +1,118 @@
+/**
+ * The timing rules idempotency depends on, checked the same way for a deployed environment (at synth time) and for
+ * the local stack (at start): one pure function, no AWS and no CDK. Durations in milliseconds.
+ *
+ * ```
+ * request ──► API Gateway waits ≤ integration ──► 504; the client retries with the same key
+ *             function runs      ≤ function timeout ──► finishes and commits (or dies)
+ *             claim is owned     ≤ lease ──► only now may a retry, or recovery, take the key over
+ *             recovery looks     ≤ lease (+ a lease after a release) + completer period
+ *             record lives       ≤ ttl ──► only now is the key forgotten
+ * ```
+ */
+
+/** A function that runs under an idempotency lease (or next to ones that do), and what invokes it. */
+export interface TimedFunction {
+  readonly name: string;
+  readonly timeoutMs: number;
+  readonly trigger: 'route' | 'authorizer' | 'queue' | 'schedule';
+  /** Calls the payment processor, whose timeout must fit inside the function's. */
+  readonly callsProcessor?: boolean;
+}
+
+export interface Timings {
+  readonly leaseMs: number;
+  readonly ttlMs: number;
+  /** How long the API gateway waits for a route's function before answering 504. */
+  readonly apiIntegrationMs: number;
+  readonly processorTimeoutMs: number;
+  /** The settlement queue's visibility timeout. */
+  readonly queueVisibilityMs: number;
+  /** How often the completer looks for operations whose client never came back. */
+  readonly completerPeriodMs: number;
+  readonly functions: readonly TimedFunction[];
+}
+
+/** API Gateway's default maximum integration timeout for a REST API. */
+const MAX_INTEGRATION_MS = 29_000;
+const MAX_LAMBDA_TIMEOUT_MS = 900_000;
+const MAX_VISIBILITY_TIMEOUT_MS = 12 * 60 * 60 * 1000;
+
+/**
+ * Every way these timings break exactly-once processing or lose a payment, as sentences (empty when there is none).
+ *
+ * - lease > every function's timeout: a lease that runs out while its owner still runs lets a retry take the key
+ *   over and do the work a second time.
+ * - a route's timeout > the integration timeout: the gateway gives up first and the function still records its
+ *   result, so the client's retry replays it instead of finding a claim orphaned by a killed function.
+ * - processor timeout < the timeout of a function that calls it: a slow processor is an error the function handles.
+ * - ttl > 2 × lease + completer period: an operation whose client never came back is found by recovery (at the
+ *   latest a lease after its last attempt, plus one period) before its record expires; expired, a late retry would
+ *   start a new operation with a new downstream key and charge again.
+ * - completer period < lease: recovery reaches such an operation within twice the lease of its last attempt.
+ * - lease ≤ visibility timeout: a message redelivered after its consumer died finds the dead claim's lease run out,
+ *   instead of burning a receive (towards the DLQ) on "still in progress".
+ */
+export function timingViolations(timings: Timings): string[] {
+  const { leaseMs, ttlMs, apiIntegrationMs, processorTimeoutMs, queueVisibilityMs, completerPeriodMs } = timings;
+  const violations: string[] = [];
+  const all = { leaseMs, ttlMs, apiIntegrationMs, processorTimeoutMs, queueVisibilityMs, completerPeriodMs };
+  for (const [name, value] of Object.entries(all)) {
+    if (!(Number.isFinite(value) && value > 0)) violations.push(`${name} must be positive, got ${value}`);
+  }
+  if (apiIntegrationMs > MAX_INTEGRATION_MS) {
+    violations.push(
+      `API integration timeout ${duration(apiIntegrationMs)} exceeds API Gateway's ${duration(MAX_INTEGRATION_MS)} maximum`,
+    );
+  }
+  if (ttlMs <= 2 * leaseMs + completerPeriodMs) {
+    violations.push(
+      `ttl (${duration(ttlMs)}) must be longer than twice the lease (${duration(leaseMs)}) plus the completer's ` +
+        `period (${duration(completerPeriodMs)}): an unfinished operation could expire before recovery finds it`,
+    );
+  }
+  if (completerPeriodMs >= leaseMs) {
+    violations.push(
+      `the completer's period (${duration(completerPeriodMs)}) must be shorter than the lease (${duration(leaseMs)}): ` +
+        'an operation whose client never came back would wait more than twice the lease for recovery',
+    );
+  }
+  for (const fn of timings.functions) {
+    if (fn.timeoutMs > MAX_LAMBDA_TIMEOUT_MS) {
+      violations.push(
+        `${fn.name} timeout ${duration(fn.timeoutMs)} exceeds Lambda's ${duration(MAX_LAMBDA_TIMEOUT_MS)} maximum`,
+      );
+    }
+    if (leaseMs <= fn.timeoutMs) {
+      violations.push(
+        `lease (${duration(leaseMs)}) must be longer than ${fn.name}'s timeout (${duration(fn.timeoutMs)})`,
+      );
+    }
+    if (fn.trigger === 'route' && fn.timeoutMs <= apiIntegrationMs) {
+      violations.push(
+        `${fn.name}'s timeout (${duration(fn.timeoutMs)}) must be longer than the API integration timeout (${duration(apiIntegrationMs)})`,
+      );
+    }
+    if (fn.callsProcessor && processorTimeoutMs >= fn.timeoutMs) {
+      violations.push(
+        `processor timeout (${duration(processorTimeoutMs)}) must be shorter than ${fn.name}'s timeout (${duration(fn.timeoutMs)})`,
+      );
+    }
+  }
+  if (queueVisibilityMs > MAX_VISIBILITY_TIMEOUT_MS) {
+    violations.push(
+      `settlement visibility timeout ${duration(queueVisibilityMs)} exceeds SQS's ${duration(MAX_VISIBILITY_TIMEOUT_MS)}`,
+    );
+  }
+  if (leaseMs > queueVisibilityMs) {
+    violations.push(
+      `lease (${duration(leaseMs)}) must not exceed the settlement visibility timeout (${duration(queueVisibilityMs)})`,
+    );
+  }
+  return violations;
+}
+
+/** `90s`, `1500ms`: whole seconds as seconds, anything else in milliseconds. */
+export function duration(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
