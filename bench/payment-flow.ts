@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { StoredResponse } from '../lib/engine/record';
 import type { EffectItem } from '../lib/engine/store';
-import { type Payment, type PaymentsStore, paymentIdFor } from '../lib/payments/store';
+import { type Payment, paymentIdFor } from '../lib/payments/payment';
+import type { PaymentsStore } from '../lib/payments/store';
 
 /**
  * The payment-like work every micro-benchmark variant wraps: a "charge" at an outside processor (a no-op async call

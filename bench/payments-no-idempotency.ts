@@ -34,7 +34,12 @@ async function createPaymentHandler(
   const response = await createPayment(deps, {
     accountId,
     body: context.body,
-    idempotency: { downstreamKey, attempt: 1, stage: (item) => staged.push(item) },
+    idempotency: {
+      key: `no-idempotency|${downstreamKey}`,
+      downstreamKey,
+      attempt: 1,
+      stage: (item) => staged.push(item),
+    },
   });
   for (const item of staged) await client.send(new PutCommand(item.Put as PutCommandInput));
   return response;

@@ -52,6 +52,7 @@ async function createPaymentHandler(
     accountId,
     body: context.body,
     idempotency: {
+      key: `${accountId}:${event.headers['Idempotency-Key']}`,
       downstreamKey: `${accountId}:${event.headers['Idempotency-Key']}`,
       attempt: 1,
       stage: (item) => staged.push(item),

@@ -30,4 +30,5 @@ export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error,
   .use(publishMetrics(metrics))
   .use(problemErrorHandler({ logger }))
   .use(validateJsonBody(PaymentRequest))
-  .use(httpIdempotency({ store, logger, metrics }));
+  // Recoverable: a charge whose client never comes back is finished by settlement or the completer.
+  .use(httpIdempotency({ store, logger, metrics, recoverable: true }));

@@ -1,22 +1,37 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import middy from '@middy/core';
 import { systemClock } from '../lib/engine/clock';
 import { idempotencyStore, paymentsStore } from '../lib/payments/config';
-import { mailerClient } from '../lib/settlement/config';
+import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
+import { mailerClient, settlementDeadLetterUrl, settlementQueueUrl, sqsClient } from '../lib/settlement/config';
 import { settleFromEvent } from '../lib/settlement/settle';
 import { makeSqsIdempotentHandler } from '../lib/sqs/handler';
 import { byBodyField } from '../lib/sqs/record-key';
 
 /**
- * The settlement queue's consumer: one settlement and one receipt per processor event, however often the event is
- * delivered (webhook resends, SQS redeliveries, the same event enqueued twice). Failures go back to the queue as
- * partial batch failures; a message that keeps failing ends in the DLQ.
+ * The settlement queue's consumer: one settlement and one receipt per payment, however often and in whatever order
+ * its events arrive. An event that names a payment not yet recorded completes it from the charge when its client is
+ * gone, or comes back in seconds while the request that charged is still running; one that contradicts the payment
+ * goes to the DLQ at once. Other failures go back to the queue as partial batch failures.
  */
 const logger = new Logger({ serviceName: 'settlement' });
+// Recovery metrics are counted under the payments service, wherever the recovery happened.
+const metrics = serviceMetrics('payments');
+const payments = paymentsStore();
 
-export const handler = makeSqsIdempotentHandler({
-  store: idempotencyStore(),
-  name: 'settlement',
-  key: byBodyField('id'),
-  process: settleFromEvent({ payments: paymentsStore(), mailer: mailerClient(), clock: systemClock }),
-  logger,
-});
+export const handler = middy(
+  makeSqsIdempotentHandler({
+    store: idempotencyStore(),
+    name: 'settlement',
+    key: byBodyField('id'),
+    process: settleFromEvent({
+      payments,
+      mailer: mailerClient(),
+      clock: systemClock,
+      recovery: { store: idempotencyStore(), payments },
+      metrics,
+    }),
+    queue: { client: sqsClient(), url: settlementQueueUrl(), deadLetterUrl: settlementDeadLetterUrl() },
+    logger,
+  }),
+).use(publishMetrics(metrics));

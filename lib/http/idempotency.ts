@@ -10,6 +10,11 @@ import { ProblemType, problemResponse } from './problem';
 
 /** What a handler sees of the claim it runs under. */
 export interface IdempotencyHandle {
+  /**
+   * The operation's stored (scoped) key: a reference to hand an outside system along with the effect, so that a
+   * witness of the effect (a webhook) can find the operation again without a scan.
+   */
+  readonly key: string;
   /** Forward this to outside systems (the payment processor) as their idempotency key: same for every retry. */
   readonly downstreamKey: string;
   /** 1 for the first owner of this operation; more after a takeover or a released attempt. */
@@ -44,6 +49,12 @@ export interface HttpIdempotencyOptions {
    * time (less a second of margin). Default 0.
    */
   readonly waitMs?: number;
+  /**
+   * Track each operation in the engine's recovery index until it completes (see `IdempotencyStore.findDue`), for a
+   * handler whose effect lives in another system: an attempt whose client never returns is then finished by
+   * recovery instead of being forgotten. Default false.
+   */
+  readonly recoverable?: boolean;
   readonly logger?: {
     warn(message: string, ...rest: unknown[]): void;
     error(message: string, ...rest: unknown[]): void;
@@ -148,7 +159,7 @@ export function httpIdempotency(
       });
       const remaining = request.context.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
       const waitMs = Math.max(0, Math.min(options.waitMs ?? 0, remaining - 1000));
-      const outcome = await store.claim(stored, print, { waitMs });
+      const outcome = await store.claim(stored, print, { waitMs, recoverable: options.recoverable ?? false });
       switch (outcome.kind) {
         case 'replay':
           count(IdempotencyMetric.replayed);
@@ -169,6 +180,7 @@ export function httpIdempotency(
           const staged: EffectItem[] = [];
           leases.set(request, { lease: outcome.lease, staged });
           request.context.idempotency = {
+            key: outcome.lease.key,
             downstreamKey: outcome.lease.downstreamKey,
             attempt: outcome.lease.attempt,
             stage: (item) => staged.push(item),

@@ -9,10 +9,12 @@ import { startSandbox } from '../sandbox/processor';
 import { sqsClient } from '../settlement/config';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ensureTable } from '../tables/ensure';
+import { type Timings, timingViolations } from '../timing/timing';
 import { type ApiGateway, type ProxyHandler, type Route, startApiGateway } from './api-gateway';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { freePort } from './free-port';
 import { consoleLog, type LocalLog } from './log';
+import { type Schedule, startSchedule } from './schedule';
 import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from './sqs';
 import { type SqsPoller, startSqsPoller } from './sqs-poller';
 
@@ -25,6 +27,11 @@ const CONSUMER_TIMEOUT_MS = 10_000;
 /** Six times the consumer's timeout, as AWS advises for an SQS event source. */
 const SETTLEMENT_VISIBILITY_SECONDS = 60;
 const SETTLEMENT_MAX_RECEIVE_COUNT = 5;
+const LEASE_SECONDS = 60;
+const TTL_SECONDS = 24 * 60 * 60;
+const PROCESSOR_TIMEOUT_MS = 8_000;
+/** The completer's period locally: shorter than the deployed minute, so a demo shows recovery within seconds. */
+const COMPLETER_INTERVAL_SECONDS = 10;
 
 export interface LocalStackOptions {
   /** The environment to read settings from (default `process.env`); handlers see it merged into `process.env`. */
@@ -64,6 +71,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
   };
   try {
+    // The deployed stack refuses these relations at synth time; the local stack refuses them before it starts.
+    const violations = timingViolations(localTimings(env));
+    if (violations.length > 0) {
+      throw new Error(`The local stack's timeouts are inconsistent:\n${violations.map((v) => `  - ${v}`).join('\n')}`);
+    }
     if (!env.DYNAMODB_ENDPOINT) {
       const db = await startDynamoDbLocal();
       stoppers.push(() => db.stop());
@@ -108,6 +120,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stoppers.push(() => api.close());
     const consumer = await startConsumer(queues, env, log);
     stoppers.push(() => consumer.stop());
+    const completer = await startCompleter(env, log);
+    stoppers.push(() => completer.stop());
 
     return {
       apiUrl: api.url,
@@ -149,7 +163,56 @@ async function startQueues(env: Env): Promise<Queues> {
     visibilityTimeoutSeconds: numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env),
   });
   env.SETTLEMENT_QUEUE_URL = settlement.queueUrl;
+  env.SETTLEMENT_DLQ_URL = settlement.dlqUrl;
   return { endpoint: env.SQS_ENDPOINT, client, settlement, stop };
+}
+
+/**
+ * The completer, run by a timer that stands in for the deployed EventBridge schedule (COMPLETER_INTERVAL_SECONDS):
+ * it finishes payments whose client never came back and whose processor event never arrived.
+ */
+async function startCompleter(env: Env, log: LocalLog): Promise<Schedule> {
+  const completer = await import('../../functions/payments-completer');
+  return startSchedule({
+    handler: completer.handler,
+    functionName: 'payments-completer',
+    periodMs: numberEnv('COMPLETER_INTERVAL_SECONDS', COMPLETER_INTERVAL_SECONDS, env) * 1000,
+    timeoutMs: numberEnv('API_FUNCTION_TIMEOUT_MS', API_FUNCTION_TIMEOUT_MS, env),
+    log,
+  });
+}
+
+/** The local stack's timings, from the same variables its parts read, in the shared rules' terms. */
+export function localTimings(env: Env): Timings {
+  const apiFunctionMs = numberEnv('API_FUNCTION_TIMEOUT_MS', API_FUNCTION_TIMEOUT_MS, env);
+  const visibilityMs = numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env) * 1000;
+  return {
+    leaseMs: numberEnv('IDEMPOTENCY_LEASE_SECONDS', LEASE_SECONDS, env) * 1000,
+    ttlMs: numberEnv('IDEMPOTENCY_TTL_SECONDS', TTL_SECONDS, env) * 1000,
+    apiIntegrationMs: integrationTimeoutMs(apiFunctionMs),
+    processorTimeoutMs: numberEnv('PROCESSOR_TIMEOUT_MS', PROCESSOR_TIMEOUT_MS, env),
+    queueVisibilityMs: visibilityMs,
+    completerPeriodMs: numberEnv('COMPLETER_INTERVAL_SECONDS', COMPLETER_INTERVAL_SECONDS, env) * 1000,
+    functions: [
+      { name: 'payments-create', timeoutMs: apiFunctionMs, trigger: 'route', callsProcessor: true },
+      { name: 'payments-get', timeoutMs: apiFunctionMs, trigger: 'route' },
+      { name: 'webhook-receiver', timeoutMs: apiFunctionMs, trigger: 'route' },
+      { name: 'authorizer', timeoutMs: apiFunctionMs, trigger: 'authorizer' },
+      { name: 'settlement-consumer', timeoutMs: consumerTimeoutMs(env), trigger: 'queue' },
+      { name: 'payments-completer', timeoutMs: apiFunctionMs, trigger: 'schedule', callsProcessor: true },
+    ],
+  };
+}
+
+function integrationTimeoutMs(apiFunctionMs: number): number {
+  return Math.min(INTEGRATION_TIMEOUT_MS, apiFunctionMs - 500);
+}
+
+function consumerTimeoutMs(env: Env): number {
+  return Math.min(
+    numberEnv('CONSUMER_FUNCTION_TIMEOUT_MS', CONSUMER_TIMEOUT_MS, env),
+    numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env) * 1000,
+  );
 }
 
 /** The settlement consumer, fed by a poller that stands in for Lambda's SQS event source mapping. */
@@ -161,10 +224,7 @@ async function startConsumer(queues: Queues, env: Env, log: LocalLog): Promise<S
     queueArn: queues.settlement.queueArn,
     handler: consumer.handler,
     functionName: 'settlement-consumer',
-    functionTimeoutMs: Math.min(
-      numberEnv('CONSUMER_FUNCTION_TIMEOUT_MS', CONSUMER_TIMEOUT_MS, env),
-      numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env) * 1000,
-    ),
+    functionTimeoutMs: consumerTimeoutMs(env),
     log,
   });
 }
@@ -187,7 +247,7 @@ async function startApi(port: number, env: Env, log: LocalLog): Promise<ApiGatew
   return startApiGateway({
     port,
     routes,
-    integrationTimeoutMs: Math.min(INTEGRATION_TIMEOUT_MS, timeoutMs - 500),
+    integrationTimeoutMs: integrationTimeoutMs(timeoutMs),
     functionTimeoutMs: timeoutMs,
     // The deployed API answers its own errors (401, 504, ...) as problem+json; so does the local one.
     gatewayResponseFormat: 'problem',

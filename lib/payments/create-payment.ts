@@ -1,56 +1,46 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import type { Clock } from '../engine/clock';
 import type { IdempotencyHandle } from '../http/idempotency';
 import { problemResponse } from '../http/problem';
+import { chargeReference, paymentCreated, paymentFromCharge } from './payment';
 import type { ProcessorClient } from './processor-client';
 import type { PaymentRequest } from './schema';
-import { type Payment, type PaymentsStore, paymentIdFor } from './store';
+import type { PaymentsStore } from './store';
 
 export interface CreatePaymentDeps {
   readonly processor: ProcessorClient;
   readonly payments: PaymentsStore;
-  readonly clock: Clock;
 }
 
 /**
  * Charges through the processor under the operation's downstream key, then stages the payment row so it commits
  * with the key's completion. A decline is a stored answer (402); an outage is not (5xx + Retry-After releases the
  * key, and the retry reaches the processor under the same downstream key, finding any charge already made).
+ *
+ * The charge carries a reference to this operation (its payment id, account, stored key and downstream key): if the
+ * client never comes back, whoever sees the charge next (its webhook, the completer) finishes the same payment with
+ * the same {@link paymentFromCharge}, so the row and the stored 201 are the ones this handler would have written.
  */
 export async function createPayment(
   deps: CreatePaymentDeps,
   input: { accountId: string; body: PaymentRequest; idempotency: IdempotencyHandle },
 ): Promise<APIGatewayProxyResult> {
   const { accountId, body, idempotency } = input;
-  const paymentId = paymentIdFor(idempotency.downstreamKey);
+  const reference = chargeReference(accountId, idempotency.key, idempotency.downstreamKey);
   const outcome = await deps.processor.charge(
     {
       amount: body.amount,
       currency: body.currency,
       source: body.source,
-      metadata: { payment_id: paymentId, account_id: accountId },
+      ...(body.description !== undefined ? { description: body.description } : {}),
+      metadata: { ...reference },
     },
     idempotency.downstreamKey,
   );
   switch (outcome.kind) {
     case 'charged': {
-      const payment: Payment = {
-        id: paymentId,
-        amount: body.amount,
-        currency: body.currency,
-        source: body.source,
-        description: body.description ?? null,
-        status: 'succeeded',
-        charge_id: outcome.charge.id,
-        created_at: new Date(deps.clock.now()).toISOString(),
-        settled_at: null,
-      };
+      const payment = paymentFromCharge(outcome.charge, reference.payment_id);
       idempotency.stage(deps.payments.putPayment(accountId, payment, idempotency.downstreamKey));
-      return {
-        statusCode: 201,
-        headers: { 'Content-Type': 'application/json', Location: `/payments/${paymentId}` },
-        body: JSON.stringify(payment),
-      };
+      return paymentCreated(payment);
     }
     case 'declined':
       return problemResponse({

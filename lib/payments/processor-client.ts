@@ -7,15 +7,32 @@ export interface ChargeRequest {
   readonly amount: number;
   readonly currency: string;
   readonly source: string;
+  readonly description?: string;
   readonly metadata: Readonly<Record<string, string>>;
 }
 
+/** A charge as the processor reports it (in its answer, its webhook events and its lookup). */
 export interface Charge {
   readonly id: string;
   readonly amount: number;
   readonly currency: string;
+  readonly source: string;
+  readonly description?: string | null;
   readonly status: string;
+  /** Unix seconds. */
+  readonly created: number;
+  readonly metadata: Readonly<Record<string, string | undefined>>;
 }
+
+/**
+ * What the processor knows under an idempotency key. `pending`: the first request with the key is still working,
+ * so the outcome is not known yet; `unavailable`: the question could not be asked. Neither means "no charge".
+ */
+export type ChargeLookup =
+  | { readonly kind: 'found'; readonly charge: Charge }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'pending' }
+  | { readonly kind: 'unavailable'; readonly status?: number };
 
 export type ChargeOutcome =
   | { readonly kind: 'charged'; readonly charge: Charge }
@@ -92,5 +109,29 @@ export class ProcessorClient {
       status: response.status,
       message: error.message ?? `processor answered ${response.status}`,
     };
+  }
+
+  /** The charge made under `idempotencyKey`, if any: for recovery, which has the key but not the request. */
+  async findCharge(idempotencyKey: string): Promise<ChargeLookup> {
+    const url = new URL('/v1/charges', this.options.baseUrl);
+    url.searchParams.set('idempotency_key', idempotencyKey);
+    let response: Response;
+    try {
+      response = await this.fetch(url, {
+        headers: this.options.apiKey ? { Authorization: `Bearer ${this.options.apiKey}` } : {},
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+      });
+    } catch {
+      return { kind: 'unavailable' };
+    }
+    if (response.status === 409) return { kind: 'pending' };
+    if (!response.ok) return { kind: 'unavailable', status: response.status };
+    try {
+      const list = (await response.json()) as { data?: Charge[] };
+      const charge = list.data?.[0];
+      return charge ? { kind: 'found', charge } : { kind: 'none' };
+    } catch {
+      return { kind: 'unavailable', status: response.status };
+    }
   }
 }

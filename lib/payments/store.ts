@@ -1,34 +1,15 @@
-import { createHash } from 'node:crypto';
-import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { EffectItem } from '../engine/store';
 import { compareAndSetItem } from '../natural/compare-and-set';
+import type { Payment } from './payment';
 
-/** A payment as the API shows it. */
-export interface Payment {
-  readonly id: string;
-  readonly amount: number;
-  readonly currency: string;
-  readonly source: string;
-  readonly description: string | null;
-  readonly status: 'succeeded' | 'settled';
-  readonly charge_id: string;
-  readonly created_at: string;
-  readonly settled_at: string | null;
-}
+export type { Payment } from './payment';
 
 const paymentKey = (accountId: string, paymentId: string) => ({
   pk: `ACCOUNT#${accountId}`,
   sk: `PAYMENT#${paymentId}`,
 });
-
-/**
- * The payment id is derived from the operation's downstream key, so every attempt and every owner of one operation
- * names the same payment (and sends the processor the same metadata, which it would otherwise reject as a
- * different request under the same key).
- */
-export function paymentIdFor(downstreamKey: string): string {
-  return `pay_${createHash('sha256').update(downstreamKey).digest('hex').slice(0, 24)}`;
-}
 
 /**
  * Payments and API keys in the payments table. Writes are returned as transaction items, to be committed with the
@@ -54,6 +35,36 @@ export class PaymentsStore {
         ConditionExpression: 'attribute_not_exists(pk)',
       },
     };
+  }
+
+  /**
+   * A transaction item that only checks the payment row exists for this very charge: what recovery commits with an
+   * operation whose row is already there (a row is never written twice, and never replaced).
+   */
+  confirmPayment(accountId: string, paymentId: string, chargeId: string): EffectItem {
+    return {
+      ConditionCheck: {
+        TableName: this.tableName,
+        Key: paymentKey(accountId, paymentId),
+        ConditionExpression: 'charge_id = :chargeId',
+        ExpressionAttributeValues: { ':chargeId': chargeId },
+      },
+    };
+  }
+
+  /**
+   * Records a payment on its own, outside any idempotency commit: only for a charge whose operation record is gone
+   * (expired), so that money that moved is still recorded. Returns false when the row already exists.
+   */
+  async recordPayment(accountId: string, payment: Payment, downstreamKey: string): Promise<boolean> {
+    const { Put } = this.putPayment(accountId, payment, downstreamKey);
+    try {
+      await this.client.send(new PutCommand(Put as NonNullable<typeof Put>));
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
   }
 
   /**

@@ -19,6 +19,11 @@ export function settlementQueueUrl(env: Env = process.env): string {
   return requireEnv('SETTLEMENT_QUEUE_URL', env);
 }
 
+/** Where settlements that can never succeed are moved at once (the settlement queue's DLQ). */
+export function settlementDeadLetterUrl(env: Env = process.env): string {
+  return requireEnv('SETTLEMENT_DLQ_URL', env);
+}
+
 export function mailerClient(env: Env = process.env): MailerClient {
   return new MailerClient({
     baseUrl: requireEnv('MAILER_URL', env),

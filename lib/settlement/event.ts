@@ -3,6 +3,10 @@ import { z } from 'zod';
 /**
  * The processor's `charge.succeeded` webhook event, as much of it as we rely on. Unknown fields are allowed here,
  * unlike in our own API: a provider adds fields over time, and rejecting its events for that would lose them.
+ * (They are dropped from the parsed event: only what is declared here travels on to settlement.)
+ *
+ * The charge is declared in full, with the reference our handler put in its metadata, because settlement may have
+ * to record the payment from the charge alone when the client that made it never came back.
  */
 export const ChargeSucceededEvent = z.object({
   id: z.string().regex(/^evt_[A-Za-z0-9_]+$/, 'id must be an event id (evt_...)'),
@@ -13,7 +17,17 @@ export const ChargeSucceededEvent = z.object({
       id: z.string().min(1),
       amount: z.number().int().positive(),
       currency: z.string().min(3),
-      metadata: z.object({ payment_id: z.string().min(1), account_id: z.string().min(1) }),
+      source: z.string().min(1),
+      description: z.string().nullable().optional(),
+      status: z.string().min(1),
+      created: z.number().int().nonnegative(),
+      metadata: z.object({
+        payment_id: z.string().min(1),
+        account_id: z.string().min(1),
+        // Present on every charge this service makes: where the operation's record is, and which generation.
+        operation_key: z.string().min(1).optional(),
+        downstream_key: z.string().min(1).optional(),
+      }),
     }),
   }),
 });

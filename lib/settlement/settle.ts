@@ -1,6 +1,8 @@
 import type { SQSRecord } from 'aws-lambda';
 import type { Clock } from '../engine/clock';
+import { type ChargeCompletion, completeFromCharge, RecoveryMetric } from '../payments/recovery';
 import type { PaymentsStore } from '../payments/store';
+import { DeadLetterError, RetryLaterError } from '../sqs/errors';
 import type { SqsRecordContext } from '../sqs/record-context';
 import { ChargeSucceededEvent } from './event';
 import type { MailerClient } from './mailer-client';
@@ -9,55 +11,104 @@ export interface SettleDeps {
   readonly payments: PaymentsStore;
   readonly mailer: MailerClient;
   readonly clock: Clock;
+  /** For a charge whose payment isn't recorded: the idempotency store its operation lives in. */
+  readonly recovery: Parameters<typeof completeFromCharge>[0];
+  /** Counts payments this settlement completed for a client that never came back. */
+  readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
 }
 
 export interface SettleSummary {
   readonly payment_id: string;
+  /** True when this event settled the payment; false when it was settled already (no receipt sent again). */
   readonly settled: boolean;
-  readonly email_id: string;
-}
-
-/** Thrown when the payment the event names isn't committed yet: the record goes back to the queue for later. */
-export class PaymentNotYetRecordedError extends Error {
-  constructor(paymentId: string) {
-    super(`payment ${paymentId} is not recorded yet`);
-    this.name = 'PaymentNotYetRecordedError';
-  }
+  /** The receipt's id, or null when none was sent by this event. */
+  readonly receipt: string | null;
 }
 
 /**
- * Settles the payment a `charge.succeeded` event names and sends its receipt, once per event.
+ * Settles the payment a `charge.succeeded` event names and sends its receipt: once per payment, whatever the
+ * events.
  *
- * The processor sends the event right after charging, which can be before our payment row commits: a missing
- * payment goes back to the queue and is found on redelivery (or, if the payment never commits, the event ends in
- * the DLQ for a person to look at). The settlement is staged, so it commits with the event's key; the receipt goes
- * out under the record's downstream key, so a retry after a crash finds the email already sent instead of sending
- * a second one.
+ * ```
+ * event ──► payment row? ──no──► complete the operation from the charge (recovery)
+ *              │                   owner still live / lost a race ──► RetryLater: 1 s, 2 s, then the owner's lease
+ *              │                   taken over, or record gone ──► payment row + stored 201 committed
+ *              ▼
+ *           row's charge ≠ event's charge ──► DeadLetter: never applied, nothing emailed
+ *           already settled ──► done: its receipt went out before it settled
+ *           receipt (keyed by payment) ──► compare-and-set succeeded → settled, committed with the event's key
+ * ```
+ *
+ * The receipt goes out under a key derived from the payment, not the event: two distinct events for one payment,
+ * even at once, reach the mailer under one key and send one email.
  */
 export function settleFromEvent(deps: SettleDeps) {
   return async function settle(record: SQSRecord, context: SqsRecordContext): Promise<SettleSummary> {
     const event = ChargeSucceededEvent.parse(JSON.parse(record.body));
     const charge = event.data.object;
     const { payment_id: paymentId, account_id: accountId } = charge.metadata;
-    const payment = await deps.payments.getPayment(accountId, paymentId);
-    if (!payment) throw new PaymentNotYetRecordedError(paymentId);
+    let payment = await deps.payments.getPayment(accountId, paymentId);
+    if (!payment) {
+      const completion = await completeFromCharge(deps.recovery, charge);
+      if (completion.kind === 'completed') deps.metrics?.addMetric(RecoveryMetric.completedWithoutClient, 'Count', 1);
+      const wait = waitFor(completion, context.receiveCount);
+      if (wait !== undefined) throw new RetryLaterError(`payment ${paymentId}: ${wait.reason}`, wait.afterMs);
+      payment = await deps.payments.getPayment(accountId, paymentId);
+      if (!payment) throw new RetryLaterError(`payment ${paymentId} was recorded but is not readable yet`, 1000);
+    }
+    if (payment.charge_id !== charge.id) {
+      throw new DeadLetterError(
+        `event ${event.id} names charge ${charge.id}, but payment ${paymentId} was made by charge ` +
+          `${payment.charge_id}: not applied, no receipt sent`,
+      );
+    }
+    // Settled already (by an earlier delivery, or another event for this charge): its receipt went out first.
+    if (payment.status === 'settled') return { payment_id: paymentId, settled: false, receipt: null };
 
     const email = await deps.mailer.send(
       {
         to: `receipts+${accountId}@example.test`,
         subject: `Receipt for payment ${paymentId}`,
         text: `We received ${formatAmount(charge.amount, charge.currency)} (charge ${charge.id}). Thank you.`,
-        metadata: { payment_id: paymentId, event_id: event.id },
+        metadata: { payment_id: paymentId },
       },
-      context.downstreamKey,
+      receiptKey(paymentId),
     );
-    // Already settled (by this event's earlier owner whose commit we can't see, or by another event for the same
-    // charge): nothing to change, and staging the compare-and-set would only fail the commit.
-    if (payment.status === 'succeeded') {
-      context.stage(deps.payments.settlePayment(accountId, paymentId, new Date(deps.clock.now()).toISOString()));
-    }
-    return { payment_id: paymentId, settled: payment.status === 'succeeded', email_id: email.id };
+    context.stage(deps.payments.settlePayment(accountId, paymentId, new Date(deps.clock.now()).toISOString()));
+    return { payment_id: paymentId, settled: true, receipt: email.id };
   };
+}
+
+/** The mailer's idempotency key for a payment's receipt: one receipt per payment, whichever event sends it. */
+export function receiptKey(paymentId: string): string {
+  return `receipt_${paymentId}`;
+}
+
+/**
+ * How long an event waits for the payment it names. The processor sends it right after charging, usually just
+ * before our commit lands: come back in 1 s, then 2 s. From the third try wait out what is left of the owner's
+ * lease: by then the owner has committed, or it is gone and its operation can be taken over and completed here.
+ */
+export function waitFor(
+  completion: ChargeCompletion,
+  receiveCount: number,
+): { afterMs: number; reason: string } | undefined {
+  const backoff = 1000 * 2 ** Math.min(Math.max(receiveCount, 1) - 1, 4);
+  switch (completion.kind) {
+    case 'completed':
+    case 'already-completed':
+    case 'recorded-without-operation':
+      return undefined;
+    case 'owner-live':
+      return {
+        afterMs: receiveCount < 3 ? backoff : Math.max(backoff, completion.retryAfterMs + 1000),
+        reason: 'the request that charged is still running',
+      };
+    case 'contended':
+      return { afterMs: 1000, reason: 'another owner took the operation first' };
+    case 'untracked':
+      return { afterMs: backoff, reason: 'not recorded yet, and the charge names no operation to complete' };
+  }
 }
 
 function formatAmount(amount: number, currency: string): string {

@@ -45,6 +45,7 @@ beforeAll(async () => {
     API_FUNCTION_TIMEOUT_MS: '1800',
     PROCESSOR_TIMEOUT_MS: '1500',
     MAILER_TIMEOUT_MS: '1000',
+    COMPLETER_INTERVAL_SECONDS: '1',
   };
   stack = await startStackProcess(env, port);
 });

@@ -1,0 +1,34 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import middy from '@middy/core';
+import type { Context, ScheduledEvent } from 'aws-lambda';
+import type { RecoveryReport } from '../lib/engine/recovery';
+import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
+import { RecoveryMetric, recoverPayments } from '../lib/payments/recovery';
+import { numberEnv } from '../lib/runtime/env';
+import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
+
+/**
+ * The completer, on a schedule: the backstop for payments whose client never came back and whose processor event
+ * never arrived. Each unfinished payment operation past its lease is taken over (fenced), the processor is asked
+ * what it charged under the operation's downstream key, and the payment is completed from that charge or the
+ * operation abandoned. Nothing is ever charged by this function: it only looks.
+ */
+const logger = new Logger({ serviceName: 'payments-completer' });
+const metrics = serviceMetrics('payments');
+const deps = { store: idempotencyStore(), payments: paymentsStore(), processor: processorClient() };
+/** Stop taking operations while one more could still need a full processor lookup and a commit. */
+const marginMs = numberEnv('PROCESSOR_TIMEOUT_MS', 8000) + 2000;
+
+async function completeAbandonedPayments(_event: ScheduledEvent, context: Context): Promise<RecoveryReport> {
+  const report = await recoverPayments(deps, {
+    limit: 100,
+    shouldStop: () => context.getRemainingTimeInMillis() < marginMs,
+    logger,
+  });
+  if (report.completed > 0) metrics.addMetric(RecoveryMetric.completedWithoutClient, 'Count', report.completed);
+  if (report.abandoned > 0) metrics.addMetric(RecoveryMetric.abandoned, 'Count', report.abandoned);
+  if (report.due > 0) logger.info('recovery run', { ...report });
+  return report;
+}
+
+export const handler = middy<ScheduledEvent, RecoveryReport>(completeAbandonedPayments).use(publishMetrics(metrics));

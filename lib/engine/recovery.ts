@@ -1,0 +1,114 @@
+import { EffectConditionFailedError, LeaseLostError } from './errors';
+import type { Lease, StoredResponse } from './record';
+import type { EffectItem, IdempotencyStore } from './store';
+
+/**
+ * What recovery decided about one unfinished operation, having asked the outside system under its downstream key.
+ *
+ * - `complete`: the effect happened; commit its local record and the response a retry will replay.
+ * - `abandon`: no effect happened and none can happen any more; give the operation up (a late retry of the same
+ *   request still takes it over under the same downstream key).
+ * - `retry`: the outside system could not say (down, or the request still running there); try again next run.
+ */
+export type RecoveryVerdict =
+  | { readonly kind: 'complete'; readonly response: StoredResponse; readonly effects?: readonly EffectItem[] }
+  | { readonly kind: 'abandon' }
+  | { readonly kind: 'retry'; readonly reason: string };
+
+/** Asks the outside system what became of one operation. Must not repeat the effect: it only looks. */
+export type RecoveryResolver = (lease: Lease) => Promise<RecoveryVerdict>;
+
+/** What one recovery run did; `due` is how many operations the index offered. */
+export interface RecoveryReport {
+  due: number;
+  completed: number;
+  abandoned: number;
+  retried: number;
+  /** Finished, taken, or given back by someone else between the index and our takeover: not ours to act on. */
+  skipped: number;
+  /** The resolver or a write failed; the operation stays due (released, or its lease runs out). */
+  failed: number;
+}
+
+export interface RecoverDueOptions {
+  /** Most operations one run looks at. Default 100. */
+  readonly limit?: number;
+  /** Operations worked on at once. Default 4. */
+  readonly concurrency?: number;
+  /** Checked before each operation: stop taking new ones (a Lambda nearing its timeout). */
+  readonly shouldStop?: () => boolean;
+  readonly logger?: {
+    warn(message: string, details: Record<string, unknown>): void;
+    error(message: string, details: Record<string, unknown>): void;
+  };
+}
+
+/**
+ * One run of recovery: for each operation due in the recovery index, take it over (fenced, like any owner), ask
+ * the outside system through `resolve`, and complete, abandon or release it.
+ *
+ * ```
+ *  findDue ──► resume (fenced takeover) ──► resolve(lease) ──┬─ complete: commit response + effects (fenced)
+ *                 │ live owner, done,                          ├─ abandon:  ABANDONED, out of the index
+ *                 └ or gone: skipped                           └─ retry:    release; due again a lease later
+ * ```
+ *
+ * Every step is conditioned on the lease it took, so a client that comes back meanwhile, a second recovery run or
+ * a webhook doing the same work can never make it write twice: whoever loses the takeover skips, and an owner that
+ * lost its lease writes nothing.
+ */
+export async function recoverDue(
+  store: IdempotencyStore,
+  resolve: RecoveryResolver,
+  options: RecoverDueOptions = {},
+): Promise<RecoveryReport> {
+  const due = await store.findDue({ limit: options.limit ?? 100 });
+  const report: RecoveryReport = { due: due.length, completed: 0, abandoned: 0, retried: 0, skipped: 0, failed: 0 };
+  const logger = options.logger ?? console;
+  const queue = [...due];
+
+  async function worker(): Promise<void> {
+    for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+      if (options.shouldStop?.()) return;
+      const outcome = await recoverOne(store, next.key, resolve).catch((error: unknown) => {
+        logger.error('recovery failed; the operation stays due', { key: next?.key, error: String(error) });
+        return 'failed' as const;
+      });
+      report[outcome] += 1;
+    }
+  }
+  await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
+  return report;
+}
+
+type OneOutcome = 'completed' | 'abandoned' | 'retried' | 'skipped' | 'failed';
+
+async function recoverOne(store: IdempotencyStore, key: string, resolve: RecoveryResolver): Promise<OneOutcome> {
+  const resumed = await store.resume(key);
+  if (resumed.kind !== 'acquired') return 'skipped';
+  const { lease } = resumed;
+  let verdict: RecoveryVerdict;
+  try {
+    verdict = await resolve(lease);
+  } catch (error) {
+    await store.release(lease).catch(() => undefined); // due again later; if even this fails, the lease runs out
+    throw error;
+  }
+  switch (verdict.kind) {
+    case 'complete':
+      try {
+        await store.commit(lease, verdict.response, verdict.effects ?? []);
+        return 'completed';
+      } catch (error) {
+        if (error instanceof LeaseLostError) return 'skipped'; // someone took it over meanwhile: theirs now
+        await store.release(lease).catch(() => undefined);
+        if (error instanceof EffectConditionFailedError) return 'retried';
+        throw error;
+      }
+    case 'abandon':
+      return (await store.abandon(lease)) ? 'abandoned' : 'skipped';
+    case 'retry':
+      await store.release(lease);
+      return 'retried';
+  }
+}

@@ -1,0 +1,137 @@
+import { EffectConditionFailedError, LeaseLostError } from '../engine/errors';
+import {
+  type RecoverDueOptions,
+  type RecoveryReport,
+  type RecoveryResolver,
+  type RecoveryVerdict,
+  recoverDue,
+} from '../engine/recovery';
+import type { EffectItem, IdempotencyStore } from '../engine/store';
+import { type ChargeReference, paymentCreated, paymentFromCharge, referenceOf } from './payment';
+import type { Charge, ProcessorClient } from './processor-client';
+import type { PaymentsStore } from './store';
+
+/**
+ * Payments whose client never came back. A charge made under one of our downstream keys must end as exactly one
+ * payment row and the operation's stored 201, whatever the client does. Two witnesses finish it:
+ *
+ * - the processor's `charge.succeeded` event (settlement calls {@link completeFromCharge} when the payment it names
+ *   is not recorded), within seconds of the charge;
+ * - the completer ({@link recoverPayments}, on a schedule), for events that never arrive: it asks the processor
+ *   what it made under each unfinished operation's downstream key.
+ *
+ * Both take the operation over with the engine's fenced takeover and commit the row built by the same
+ * `paymentFromCharge` the handler uses, so the stored 201 is the one the handler would have answered.
+ */
+
+/** Counted by whichever function finished or gave up an operation (service dimension `payments`). */
+export const RecoveryMetric = {
+  completedWithoutClient: 'PaymentsCompletedWithoutClient',
+  abandoned: 'PaymentsAbandoned',
+} as const;
+
+export interface PaymentRecoveryDeps {
+  readonly store: IdempotencyStore;
+  readonly payments: PaymentsStore;
+}
+
+/**
+ * What recovery commits for a charge: the payment row (or, if a row for this charge is already there, a check that
+ * it is), and the 201 that a retry of the operation will replay.
+ */
+export async function paymentCompletion(
+  payments: PaymentsStore,
+  charge: Charge,
+  reference: ChargeReference,
+): Promise<{ response: ReturnType<typeof paymentCreated>; effects: EffectItem[] }> {
+  const payment = paymentFromCharge(charge, reference.payment_id);
+  const existing = await payments.getPayment(reference.account_id, reference.payment_id);
+  const effect = existing
+    ? payments.confirmPayment(reference.account_id, reference.payment_id, charge.id)
+    : payments.putPayment(reference.account_id, payment, reference.downstream_key);
+  return { response: paymentCreated(payment), effects: [effect] };
+}
+
+/** What became of a charge whose payment was not recorded when its witness looked. */
+export type ChargeCompletion =
+  /** Recovery took the operation over and committed the payment with it: the client never came back. */
+  | { readonly kind: 'completed' }
+  /** The operation had committed meanwhile (its owner finished); the payment is there now. */
+  | { readonly kind: 'already-completed' }
+  /** The operation's record is gone (expired): the payment was recorded on its own, so the money is not lost. */
+  | { readonly kind: 'recorded-without-operation' }
+  /** The operation's owner still holds a live lease: it may yet commit. Look again after `retryAfterMs`. */
+  | { readonly kind: 'owner-live'; readonly retryAfterMs: number }
+  /** Another owner took the operation, or the row changed, between our read and our write: look again soon. */
+  | { readonly kind: 'contended' }
+  /** The charge carries no reference to an operation of ours (made elsewhere, or before references existed). */
+  | { readonly kind: 'untracked' };
+
+/**
+ * Finishes the operation behind a charge whose payment is not recorded: the witness path (a webhook event).
+ * The operation's owner keeps it while its lease is live; once released, abandoned or run out, this takes it over
+ * (only the generation the charge was made under) and commits the payment and its 201 in one transaction.
+ */
+export async function completeFromCharge(deps: PaymentRecoveryDeps, charge: Charge): Promise<ChargeCompletion> {
+  const reference = referenceOf(charge);
+  if (!reference) return { kind: 'untracked' };
+  const resumed = await deps.store.resume(reference.operation_key, { downstreamKey: reference.downstream_key });
+  switch (resumed.kind) {
+    case 'in_flight':
+      return { kind: 'owner-live', retryAfterMs: resumed.retryAfterMs };
+    case 'completed':
+      return { kind: 'already-completed' };
+    case 'absent': {
+      const payment = paymentFromCharge(charge, reference.payment_id);
+      await deps.payments.recordPayment(reference.account_id, payment, reference.downstream_key);
+      return { kind: 'recorded-without-operation' };
+    }
+    case 'acquired': {
+      const { response, effects } = await paymentCompletion(deps.payments, charge, reference);
+      try {
+        await deps.store.commit(resumed.lease, response, effects);
+        return { kind: 'completed' };
+      } catch (error) {
+        if (error instanceof LeaseLostError) return { kind: 'contended' };
+        await deps.store.release(resumed.lease).catch(() => undefined);
+        if (error instanceof EffectConditionFailedError) return { kind: 'contended' };
+        throw error;
+      }
+    }
+  }
+}
+
+/**
+ * The completer's question to the processor for one unfinished operation: what was charged under its downstream
+ * key? A charge completes the payment; none abandons the operation; no answer (the processor down, or the request
+ * still running there) leaves it for the next run.
+ */
+export function chargeLookup(deps: PaymentRecoveryDeps & { readonly processor: ProcessorClient }): RecoveryResolver {
+  return async function lookUpCharge(lease): Promise<RecoveryVerdict> {
+    const lookup = await deps.processor.findCharge(lease.downstreamKey);
+    switch (lookup.kind) {
+      case 'none':
+        return { kind: 'abandon' };
+      case 'pending':
+        return { kind: 'retry', reason: 'the processor is still working on a request under this key' };
+      case 'unavailable':
+        return { kind: 'retry', reason: `the processor could not be asked (${lookup.status ?? 'no answer'})` };
+      case 'found': {
+        const reference = referenceOf(lookup.charge);
+        if (reference?.downstream_key !== lease.downstreamKey) {
+          // Every charge this service makes carries its reference; one without it under our key is a bug to see.
+          return { kind: 'retry', reason: `charge ${lookup.charge.id} carries no reference to this operation` };
+        }
+        return { kind: 'complete', ...(await paymentCompletion(deps.payments, lookup.charge, reference)) };
+      }
+    }
+  };
+}
+
+/** One completer run: every payment operation due for recovery, completed from its charge or abandoned. */
+export function recoverPayments(
+  deps: PaymentRecoveryDeps & { readonly processor: ProcessorClient },
+  options: RecoverDueOptions = {},
+): Promise<RecoveryReport> {
+  return recoverDue(deps.store, chargeLookup(deps), options);
+}

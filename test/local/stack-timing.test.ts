@@ -1,0 +1,17 @@
+import { silentLog } from '../../lib/local/log';
+import { localTimings, startLocalStack } from '../../lib/local/stack';
+import { timingViolations } from '../../lib/timing/timing';
+
+describe('the local stack', () => {
+  it('refuses, before starting anything, the timings the deployed stack refuses', async () => {
+    const env = { IDEMPOTENCY_TTL_SECONDS: '3', IDEMPOTENCY_LEASE_SECONDS: '2', PROCESSOR_TIMEOUT_MS: '5000' };
+    // No DynamoDB endpoint: had it got past the check, it would have started a JVM (and the test would hang on it).
+    await expect(startLocalStack({ env: { ...env, DYNAMODB_ENDPOINT: '' }, log: silentLog })).rejects.toThrow(
+      /The local stack's timeouts are inconsistent:\n {2}- ttl \(3s\) must be longer than twice the lease \(2s\)/,
+    );
+  });
+
+  it('starts with its defaults: they satisfy the shared rules', () => {
+    expect(timingViolations(localTimings({}))).toEqual([]);
+  });
+});
