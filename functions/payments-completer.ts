@@ -16,8 +16,11 @@ import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 const logger = new Logger({ serviceName: 'payments-completer' });
 const metrics = serviceMetrics('payments');
 const deps = { store: idempotencyStore(), payments: paymentsStore(), processor: processorClient() };
-/** Stop taking operations while one more could still need a full processor lookup and a commit. */
-const marginMs = numberEnv('PROCESSOR_TIMEOUT_MS', 8000) + 2000;
+/**
+ * Stop taking operations once one more might not finish its processor lookup. A run cut short is harmless (the
+ * operation it held stays due, and comes back once recovery's own lease runs out), so the margin is only a courtesy.
+ */
+const marginMs = numberEnv('PROCESSOR_TIMEOUT_MS', 8000) + 250;
 
 async function completeAbandonedPayments(_event: ScheduledEvent, context: Context): Promise<RecoveryReport> {
   const report = await recoverPayments(deps, {

@@ -31,6 +31,11 @@ export interface SqsPollerOptions {
   functionTimeoutMs?: number;
   /** The event source mapping's `ReportBatchItemFailures`. Default true. */
   reportBatchItemFailures?: boolean;
+  /**
+   * Batches in flight at once, like the mapping's concurrent pollers (and its `maximumConcurrency`): each poll loop
+   * receives a batch, invokes the handler and deletes the successes, independently of the others. Default 1.
+   */
+  concurrency?: number;
   /** Where failures and timeouts are reported. Default: the console. */
   log?: LocalLog;
 }
@@ -56,7 +61,8 @@ export interface SqsPoller {
  * Like `CreateEventSourceMapping`, it refuses a function timeout longer than the queue's visibility timeout, which
  * would let a message be delivered twice while its first invocation is still running.
  *
- * One poller processes one batch at a time, in order; the deployed mapping runs several batches concurrently.
+ * With `concurrency` 1 it processes one batch at a time, in order; more runs that many batches at once, as the
+ * deployed mapping does.
  *
  * @example
  * const poller = await startSqsPoller({ client, queueUrl, queueArn, handler: consumer, functionTimeoutMs: 10_000 });
@@ -78,6 +84,7 @@ interface PollerSettings {
   readonly functionName: string;
   readonly functionTimeoutMs: number;
   readonly reportBatchItemFailures: boolean;
+  readonly concurrency: number;
   readonly log: LocalLog;
 }
 
@@ -90,12 +97,17 @@ function validated(options: SqsPollerOptions): PollerSettings {
   if (!Number.isInteger(waitTimeSeconds) || waitTimeSeconds < 0 || waitTimeSeconds > 20) {
     throw new Error(`waitTimeSeconds must be an integer from 0 to 20, got ${waitTimeSeconds}`);
   }
+  const concurrency = options.concurrency ?? 1;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new Error(`concurrency must be a positive integer, got ${concurrency}`);
+  }
   return {
     batchSize,
     waitTimeSeconds,
     functionName: options.functionName ?? 'sqs-consumer',
     functionTimeoutMs: options.functionTimeoutMs ?? DEFAULT_FUNCTION_TIMEOUT_MS,
     reportBatchItemFailures: options.reportBatchItemFailures ?? true,
+    concurrency,
     log: options.log ?? consoleLog,
   };
 }
@@ -117,10 +129,12 @@ const RECEIVE_RETRY_DELAY_MS = 1_000;
 
 class LocalSqsPoller {
   private stopping = false;
-  private loop: Promise<void> = Promise.resolve();
+  private loops: Promise<void>[] = [];
   private receivesStarted = 0;
+  /** Batches being handled right now, over all loops: "drained" means none, and an empty receive. */
+  private batchesInFlight = 0;
   private readonly drainWaiters: { afterReceive: number; resolve: () => void; reject: (error: Error) => void }[] = [];
-  private wakeUp: (() => void) | undefined;
+  private readonly wakers = new Set<() => void>();
 
   constructor(
     private readonly options: SqsPollerOptions,
@@ -129,13 +143,13 @@ class LocalSqsPoller {
   ) {}
 
   start(): void {
-    this.loop = this.run();
+    this.loops = Array.from({ length: this.settings.concurrency }, () => this.run());
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
-    this.wakeUp?.();
-    await this.loop;
+    for (const wake of this.wakers) wake();
+    await Promise.all(this.loops);
     for (const waiter of this.drainWaiters.splice(0))
       waiter.reject(new Error('the SQS poller stopped before draining'));
   }
@@ -154,12 +168,17 @@ class LocalSqsPoller {
       if (messages === undefined) {
         await this.pause(RECEIVE_RETRY_DELAY_MS);
       } else if (messages.length === 0) {
-        this.notifyDrained(receiveNumber);
+        if (this.batchesInFlight === 0) this.notifyDrained(receiveNumber);
       } else {
-        await this.processBatch(messages).catch((error: unknown) => {
-          // A bug in the emulator, not the handler: the batch is left alone and comes back after the visibility timeout.
-          this.settings.log.error('local SQS poller failed on a batch', { error });
-        });
+        this.batchesInFlight += 1;
+        await this.processBatch(messages)
+          .catch((error: unknown) => {
+            // A bug in the emulator, not the handler: the batch is left alone and comes back after the visibility timeout.
+            this.settings.log.error('local SQS poller failed on a batch', { error });
+          })
+          .finally(() => {
+            this.batchesInFlight -= 1;
+          });
       }
     }
   }
@@ -252,12 +271,14 @@ class LocalSqsPoller {
   /** Sleeps, but wakes at once when stop() is called. */
   private pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
+      const wakers = this.wakers;
       const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
+        wakers.delete(done);
         resolve();
       }
-      this.wakeUp = done;
+      wakers.add(done);
     });
   }
 }

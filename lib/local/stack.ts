@@ -27,6 +27,8 @@ const CONSUMER_TIMEOUT_MS = 10_000;
 /** Six times the consumer's timeout, as AWS advises for an SQS event source. */
 const SETTLEMENT_VISIBILITY_SECONDS = 60;
 const SETTLEMENT_MAX_RECEIVE_COUNT = 5;
+/** Batches the local event source mapping handles at once (the deployed one starts with five pollers). */
+const SETTLEMENT_CONCURRENCY = 5;
 const LEASE_SECONDS = 60;
 const TTL_SECONDS = 24 * 60 * 60;
 const PROCESSOR_TIMEOUT_MS = 8_000;
@@ -225,6 +227,7 @@ async function startConsumer(queues: Queues, env: Env, log: LocalLog): Promise<S
     handler: consumer.handler,
     functionName: 'settlement-consumer',
     functionTimeoutMs: consumerTimeoutMs(env),
+    concurrency: SETTLEMENT_CONCURRENCY,
     log,
   });
 }

@@ -27,6 +27,11 @@ const faultSchema = z.discriminatedUnion('mode', [
   z.strictObject({ mode: z.literal('error_503'), ...common }),
   /** Do the work, then destroy the socket without answering: the client cannot tell whether it happened. */
   z.strictObject({ mode: z.literal('drop_after_charge'), ...common }),
+  /**
+   * Do the work (and emit its event), then wait `ms` before answering: the event reaches the merchant before the
+   * answer does, as happens when a processor's response is slow.
+   */
+  z.strictObject({ mode: z.literal('delay_after_charge'), ms: z.number().int().min(0).max(MAX_DELAY_MS), ...common }),
 ]);
 
 /** A fault as requested through `POST /__faults`, with its defaults applied. */
@@ -36,7 +41,8 @@ export type FaultSpec = z.infer<typeof faultSchema>;
 export type Fault =
   | { readonly mode: 'delay'; readonly ms: number }
   | { readonly mode: 'error_503' }
-  | { readonly mode: 'drop_after_charge' };
+  | { readonly mode: 'drop_after_charge' }
+  | { readonly mode: 'delay_after_charge'; readonly ms: number };
 
 /** A pending fault and how many more requests it will hit. */
 export type PendingFault = FaultSpec & { readonly remaining: number };
@@ -76,5 +82,11 @@ export class FaultQueue {
 }
 
 function toFault(spec: FaultSpec): Fault {
-  return spec.mode === 'delay' ? { mode: 'delay', ms: spec.ms } : { mode: spec.mode };
+  switch (spec.mode) {
+    case 'delay':
+    case 'delay_after_charge':
+      return { mode: spec.mode, ms: spec.ms };
+    default:
+      return { mode: spec.mode };
+  }
 }

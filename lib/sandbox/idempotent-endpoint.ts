@@ -102,7 +102,9 @@ async function attempt(fault: Fault | undefined, perform: () => StoredResponse, 
     return { response: serviceUnavailable(), remember: false, hangUp: false };
   }
   if (fault?.mode === 'delay') await sleep(fault.ms, undefined, { signal });
-  return { response: perform(), remember: true, hangUp: fault?.mode === 'drop_after_charge' };
+  const response = perform();
+  if (fault?.mode === 'delay_after_charge') await sleep(fault.ms, undefined, { signal }).catch(() => undefined);
+  return { response, remember: true, hangUp: fault?.mode === 'drop_after_charge' };
 }
 
 function serviceUnavailable(): StoredResponse {

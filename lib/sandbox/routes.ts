@@ -27,7 +27,8 @@ import type { WebhookSender } from './webhook-sender';
  *   GET    /charges             successful charges only (a decline moved no money)
  *   GET    /emails              emails sent
  *   GET    /events              events emitted (charge.succeeded)
- *   POST   /__faults            {mode: delay|error_503|drop_after_charge, ms?, count?, target?: charges|emails}
+ *   POST   /__faults            {mode: delay|error_503|drop_after_charge|delay_after_charge, ms?, count?,
+ *                                target?: charges|emails}
  *   GET    /__faults            pending faults;  DELETE /__faults clears them
  *   POST   /__webhooks/resend   {event_id, times?}: concurrent, single-attempt redeliveries and their statuses
  *   GET    /__webhooks          {enabled, url};  PUT /__webhooks {enabled}: stop or resume delivering new events

@@ -15,7 +15,15 @@ export interface SettleDeps {
   readonly recovery: Parameters<typeof completeFromCharge>[0];
   /** Counts payments this settlement completed for a client that never came back. */
   readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
+  /**
+   * How long to watch for the payment in-process while the request that charged still runs (it usually commits
+   * within a second of the charge), before sending the event back to the queue. Default 2000; 0 never waits.
+   */
+  readonly ownerWaitMs?: number;
 }
+
+const DEFAULT_OWNER_WAIT_MS = 2000;
+const OWNER_POLL_MS = 100;
 
 export interface SettleSummary {
   readonly payment_id: string;
@@ -51,10 +59,19 @@ export function settleFromEvent(deps: SettleDeps) {
     if (!payment) {
       const completion = await completeFromCharge(deps.recovery, charge);
       if (completion.kind === 'completed') deps.metrics?.addMetric(RecoveryMetric.completedWithoutClient, 'Count', 1);
-      const wait = waitFor(completion, context.receiveCount);
-      if (wait !== undefined) throw new RetryLaterError(`payment ${paymentId}: ${wait.reason}`, wait.afterMs);
-      payment = await deps.payments.getPayment(accountId, paymentId);
-      if (!payment) throw new RetryLaterError(`payment ${paymentId} was recorded but is not readable yet`, 1000);
+      if (completion.kind === 'owner-live') {
+        const remaining = context.lambdaContext?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+        const budget = Math.min(deps.ownerWaitMs ?? DEFAULT_OWNER_WAIT_MS, completion.retryAfterMs, remaining / 2);
+        payment = await watchFor(() => deps.payments.getPayment(accountId, paymentId), budget);
+      } else {
+        const wait = waitFor(completion, context.receiveCount);
+        if (wait !== undefined) throw new RetryLaterError(`payment ${paymentId}: ${wait.reason}`, wait.afterMs);
+        payment = await deps.payments.getPayment(accountId, paymentId);
+      }
+      if (!payment) {
+        const wait = waitFor(completion, context.receiveCount) ?? { afterMs: 1000, reason: 'not readable yet' };
+        throw new RetryLaterError(`payment ${paymentId}: ${wait.reason}`, wait.afterMs);
+      }
     }
     if (payment.charge_id !== charge.id) {
       throw new DeadLetterError(
@@ -108,6 +125,16 @@ export function waitFor(
       return { afterMs: 1000, reason: 'another owner took the operation first' };
     case 'untracked':
       return { afterMs: backoff, reason: 'not recorded yet, and the charge names no operation to complete' };
+  }
+}
+
+/** Reads until something is there or the budget is spent: a live owner usually commits within a second. */
+async function watchFor<T>(read: () => Promise<T | undefined>, budgetMs: number): Promise<T | undefined> {
+  const deadline = Date.now() + budgetMs;
+  for (;;) {
+    const found = await read();
+    if (found !== undefined || Date.now() + OWNER_POLL_MS > deadline) return found;
+    await new Promise((resolve) => setTimeout(resolve, OWNER_POLL_MS));
   }
 }
 

@@ -97,6 +97,21 @@ describe('sandbox fault injection', () => {
     });
   });
 
+  describe('delay_after_charge', () => {
+    it('charges and emits the event at once, and answers only after the delay', async () => {
+      const key = newKey();
+      await injectFault(sandbox, { mode: 'delay_after_charge', ms: 400 });
+      const started = Date.now();
+      const answer = postCharge<Charge>(sandbox, key);
+      await eventually(async () => expect(await chargesUnder(key)).toHaveLength(1));
+      expect(Date.now() - started).toBeLessThan(400); // the charge (and its event) exist before the answer
+      const charged = await answer;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+      expect(charged).toMatchObject({ status: 201, replayed: false });
+      expect(sandbox.events().some((event) => event.data.object.id === charged.body.id)).toBe(true);
+    });
+  });
+
   it('applies faults in order of arrival', async () => {
     await injectFault(sandbox, { mode: 'error_503' });
     await injectFault(sandbox, { mode: 'drop_after_charge' });
