@@ -150,7 +150,8 @@ describe('DynamoDB faults in the claim and the commit (cases run side by side)',
     const answers = await payLikeAClient(op);
     expect(statusLine(answers)).toBe('201');
     expect(lost.fired()).toBe(1);
-    // Same ClientRequestToken (the lease token), same parameters: DynamoDB answers success, not a failed condition.
+    // The SDK's retry carries the same ClientRequestToken (the engine's lease token; the SDK would fill in one of its
+    // own and keep it across its retries): DynamoDB answers the repeat with success, not a failed condition.
     expect(outcomes(steps.commit(op.recordKey))).toEqual(['dropped', 200]);
     await expectExactlyOnce(op, answers);
   });
