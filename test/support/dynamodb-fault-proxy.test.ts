@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { localClient, localDocumentClient, testDatabase } from './dynamodb';
+import {
+  type DynamoDbFaultProxy,
+  DynamoDbTarget,
+  type RequestMatcher,
+  startDynamoDbFaultProxy,
+} from './dynamodb-fault-proxy';
+
+/** The proxy's faults, against DynamoDB Local and the real SDK: what each does to a write and what the caller sees. */
+const db = testDatabase();
+let proxy: DynamoDbFaultProxy;
+const clients: ReturnType<typeof localClient>[] = [];
+
+beforeAll(async () => {
+  proxy = await startDynamoDbFaultProxy(process.env.DYNAMODB_ENDPOINT!);
+});
+afterAll(async () => {
+  for (const client of clients) client.destroy();
+  await proxy?.close();
+});
+
+/** A DocumentClient that talks through the proxy; `maxAttempts: 1` shows a fault without the SDK's retries. */
+function throughProxy(maxAttempts?: number) {
+  const client = localClient({ endpoint: proxy.url, ...(maxAttempts ? { maxAttempts } : {}) });
+  clients.push(client);
+  return localDocumentClient(client);
+}
+
+/** A put of one item, and a matcher for exactly that put. */
+function putOf(pk: string): { command: PutCommand; match: RequestMatcher } {
+  return {
+    command: new PutCommand({ TableName: db.paymentsTable, Item: { pk, sk: 'ITEM' } }),
+    match: {
+      name: `put of ${pk}`,
+      target: DynamoDbTarget.PutItem,
+      when: (body) => JSON.stringify(body.Item).includes(pk),
+    },
+  };
+}
+
+async function stored(pk: string): Promise<boolean> {
+  const { Item } = await db.doc.send(new GetCommand({ TableName: db.paymentsTable, Key: { pk, sk: 'ITEM' } }));
+  return Item !== undefined;
+}
+
+describe('startDynamoDbFaultProxy', () => {
+  it('forwards what no rule matches, untouched', async () => {
+    const pk = randomUUID();
+    const { command, match } = putOf(pk);
+    await throughProxy().send(command);
+    expect(await stored(pk)).toBe(true);
+    expect(proxy.requests(match).map((request) => [request.attempt, request.rule, request.outcome])).toEqual([
+      [1, undefined, 200],
+    ]);
+  });
+
+  it('applies a write whose reply it drops; the SDK retries it and gets the next reply', async () => {
+    const pk = randomUUID();
+    const { command, match } = putOf(pk);
+    const rule = proxy.arm({ match, fault: { mode: 'drop-reply' }, count: 1 });
+    await throughProxy().send(command);
+    expect(rule.fired()).toBe(1);
+    expect(proxy.requests(match).map((request) => [request.attempt, request.outcome])).toEqual([
+      [1, 'dropped'],
+      [2, 200],
+    ]);
+  });
+
+  it('answers an error without forwarding: nothing is written, and the SDK names the error', async () => {
+    const pk = randomUUID();
+    const { command, match } = putOf(pk);
+    proxy.arm({ match, fault: { mode: 'error', error: 'ProvisionedThroughputExceededException' }, count: 1 });
+    await expect(throughProxy(1).send(command)).rejects.toMatchObject({
+      name: 'ProvisionedThroughputExceededException',
+      $metadata: { httpStatusCode: 400 },
+    });
+    expect(await stored(pk)).toBe(false);
+  });
+
+  it('answers a 500 as DynamoDB does, an InternalServerError', async () => {
+    const { command, match } = putOf(randomUUID());
+    proxy.arm({ match, fault: { mode: 'error', error: 'InternalServerError' }, count: 1 });
+    await expect(throughProxy(1).send(command)).rejects.toMatchObject({
+      name: 'InternalServerError',
+      $metadata: { httpStatusCode: 500 },
+    });
+  });
+
+  it('holds a reply it delays, while the write is already applied', async () => {
+    const pk = randomUUID();
+    const { command, match } = putOf(pk);
+    proxy.arm({ match, fault: { mode: 'delay-reply', ms: 1500 }, count: 1 });
+    const startedAt = Date.now();
+    const put = throughProxy().send(command);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await stored(pk)).toBe(true);
+    expect(proxy.requests(match).map((request) => request.outcome)).toEqual(['pending']);
+    await put;
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1500);
+    expect(proxy.requests(match).map((request) => request.outcome)).toEqual([200]);
+  });
+
+  it('faults only `count` matching requests', async () => {
+    const { command, match } = putOf(randomUUID());
+    const rule = proxy.arm({ match, fault: { mode: 'error', error: 'ThrottlingException' }, count: 2 });
+    const client = throughProxy(1);
+    await expect(client.send(command)).rejects.toMatchObject({ name: 'ThrottlingException' });
+    await expect(client.send(command)).rejects.toMatchObject({ name: 'ThrottlingException' });
+    await client.send(command);
+    expect(rule.fired()).toBe(2);
+  });
+});
