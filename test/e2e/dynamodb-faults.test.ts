@@ -28,8 +28,10 @@ import { type StackProcess, startStackProcess } from '../support/local-stack-pro
 jest.setTimeout(60_000);
 
 /**
- * Timing in the deployed order (lib/infra/timing.ts): processor call < function timeout < lease < TTL. The local
- * gateway's integration timeout is the function's less 500 ms. The lease is short so a lost one costs seconds.
+ * Timings that satisfy the shared rules (lib/timing): processor call < function timeouts < lease < TTL, and the
+ * completer comes around more often than the lease. The local gateway's integration timeout is the function's less
+ * 500 ms. The lease is short so a lost one costs seconds. The completer runs here too: a lost claim or takeover may
+ * be finished (or abandoned) by it rather than by the client's retry, and either way must end in one charge.
  */
 const LEASE_MS = 5000;
 const FUNCTION_TIMEOUT_MS = 4000;
@@ -70,7 +72,9 @@ beforeAll(async () => {
     IDEMPOTENCY_LEASE_SECONDS: String(LEASE_MS / 1000),
     IDEMPOTENCY_TTL_SECONDS: String(TTL_SECONDS),
     API_FUNCTION_TIMEOUT_MS: String(FUNCTION_TIMEOUT_MS),
+    CONSUMER_FUNCTION_TIMEOUT_MS: String(FUNCTION_TIMEOUT_MS),
     PROCESSOR_TIMEOUT_MS: String(PROCESSOR_TIMEOUT_MS),
+    COMPLETER_INTERVAL_SECONDS: '2',
   });
 });
 afterAll(async () => {
