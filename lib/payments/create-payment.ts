@@ -2,6 +2,7 @@ import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { Clock } from '../engine/clock';
 import type { IdempotencyHandle } from '../http/idempotency';
 import { problemResponse } from '../http/problem';
+import { type CardDeclinedProblem, PaymentProblemType } from './problems';
 import type { ProcessorClient } from './processor-client';
 import type { PaymentRequest } from './schema';
 import { type Payment, type PaymentsStore, paymentIdFor } from './store';
@@ -52,14 +53,16 @@ export async function createPayment(
         body: JSON.stringify(payment),
       };
     }
-    case 'declined':
-      return problemResponse({
-        type: 'card-declined',
+    case 'declined': {
+      const problem: CardDeclinedProblem = {
+        type: PaymentProblemType.cardDeclined,
         title: 'Card declined',
         status: 402,
         detail: outcome.message,
         decline_code: outcome.code,
-      });
+      };
+      return problemResponse(problem);
+    }
     case 'unavailable':
       return unavailable(outcome.reason, outcome.retryAfterSeconds);
     case 'rejected':
@@ -79,7 +82,7 @@ function unavailable(reason: keyof typeof UNAVAILABLE, retryAfterSeconds = 1): A
   const { status, title } = UNAVAILABLE[reason];
   return problemResponse(
     {
-      type: 'processor-unavailable',
+      type: PaymentProblemType.processorUnavailable,
       title,
       status,
       detail: 'The payment was not completed. Retry with the same Idempotency-Key: it will not be charged twice.',

@@ -2,19 +2,10 @@ import { createHash } from 'node:crypto';
 import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { EffectItem } from '../engine/store';
 import { compareAndSetItem } from '../natural/compare-and-set';
+import type { Payment } from './schema';
 
-/** A payment as the API shows it. */
-export interface Payment {
-  readonly id: string;
-  readonly amount: number;
-  readonly currency: string;
-  readonly source: string;
-  readonly description: string | null;
-  readonly status: 'succeeded' | 'settled';
-  readonly charge_id: string;
-  readonly created_at: string;
-  readonly settled_at: string | null;
-}
+/** A payment as the API shows it: its schema is in `schema.ts`, the one source for handlers and the OpenAPI. */
+export type { Payment } from './schema';
 
 const paymentKey = (accountId: string, paymentId: string) => ({
   pk: `ACCOUNT#${accountId}`,
