@@ -40,6 +40,7 @@ export function banner(facts: BannerFacts): string {
   return [
     '',
     `API listening on ${facts.apiUrl}`,
+    `  OpenAPI            ${facts.apiUrl}/openapi.json`,
     `  sandbox processor  ${facts.processorUrl}  (GET /charges lists every charge; test cards and faults: README)`,
     `  DynamoDB           ${facts.dynamoDbEndpoint}  tables ${facts.tables.idempotency}, ${facts.tables.payments}`,
     `  SQS                ${facts.sqsEndpoint}  settlement queue ${facts.settlementQueueUrl}`,

@@ -13,6 +13,7 @@ import { type ApiGateway, type ProxyHandler, type Route, startApiGateway } from 
 import { startDynamoDbLocal } from './dynamodb-local';
 import { freePort } from './free-port';
 import { consoleLog, type LocalLog } from './log';
+import { openApiRoute } from './openapi-route';
 import { ensurePortsFree, portFromEnv } from './ports';
 import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from './sqs';
 import { type SqsPoller, startSqsPoller } from './sqs-poller';
@@ -188,6 +189,7 @@ async function startApi(port: number, env: Env, log: LocalLog): Promise<ApiGatew
     { method: 'GET', resource: '/payments/{id}', handler: asProxyHandler(get.handler), authorizer: auth, timeoutMs },
     // No authorizer: the processor authenticates with its HMAC signature, checked in the handler.
     { method: 'POST', resource: '/webhooks/processor', handler: asProxyHandler(webhook.handler), timeoutMs },
+    openApiRoute(`http://127.0.0.1:${port}`),
   ];
   return startApiGateway({
     port,

@@ -167,6 +167,17 @@ describe('PaymentsStack', () => {
       }
     });
 
+    it('keeps the OpenAPI generator out of every bundle: the document is built by the local stack or a script', () => {
+      const { stacks, templates, outdir } = synthesized;
+      for (const id of FUNCTION_IDS) {
+        const { S3Key } = functionResource(stacks.prod, templates.prod, id).Properties.Code as { S3Key: string };
+        const map = readFileSync(path.join(outdir, `asset.${S3Key.replace(/\.zip$/, '')}`, 'index.mjs.map'), 'utf8');
+        const sources = (JSON.parse(map) as { sources: string[] }).sources;
+        expect(sources.some((source) => source.includes('functions/'))).toBe(true); // the map names real inputs
+        expect(sources.filter((source) => /lib\/openapi\/|openapi3-ts|@redocly/.test(source))).toEqual([]);
+      }
+    });
+
     it('gives each function its own log group, kept as long as the environment says', () => {
       const retention = { dev: 7, prod: 365 };
       for (const env of TESTED_ENVIRONMENTS) {
