@@ -1,7 +1,11 @@
 import { z } from 'zod';
 
-/** Largest single payment, in minor units: 1,000,000.00 in a two-decimal currency. */
-export const MAX_AMOUNT = 100_000_000;
+/**
+ * Largest single payment, in minor units: 999,999.99 in a two-decimal currency. It is the processor's own limit
+ * (Stripe's, and the sandbox's): a larger amount passed our validation and was refused by the processor, which
+ * surfaced as a 500 for what is the client's input.
+ */
+export const MAX_AMOUNT = 99_999_999;
 
 /** ISO 4217 codes as the runtime's ICU knows them, lower-cased as they travel in the API (Stripe's convention). */
 const CURRENCIES = new Set(Intl.supportedValuesOf('currency').map((code) => code.toLowerCase()));

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { OpenAPIObject } from 'openapi3-ts/oas31';
 import { openApiDocument } from '../../lib/openapi/document';
+import { MAX_AMOUNT } from '../../lib/payments/schema';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { type StackProcess, startStackProcess } from '../support/local-stack-process';
 import { OpenApiContract } from '../support/openapi-contract';
@@ -153,6 +154,13 @@ describe('POST /payments over the local stack', () => {
     expect(problem.errors.map((e) => e.path).sort()).toEqual(['', 'amount', 'currency', 'source']);
     expect((await pay({ key, body: 'not json' })).status).toBe(400);
     expect((await pay({ key })).status).toBe(201);
+  });
+
+  it('charges the largest amount it accepts, and answers one more with 400, never a 500', async () => {
+    expect((await pay({ key: randomUUID(), body: { ...card, amount: MAX_AMOUNT } })).status).toBe(201);
+    const tooMuch = await pay({ key: randomUUID(), body: { ...card, amount: MAX_AMOUNT + 1 } });
+    expect(tooMuch.status).toBe(400);
+    expect(((await tooMuch.json()) as { errors: { path: string }[] }).errors.map((e) => e.path)).toEqual(['amount']);
   });
 
   it('rejects a missing or malformed key with 400', async () => {
