@@ -184,10 +184,13 @@ const createPayment: OperationObject = {
     },
     '400': problemResponse(
       '`invalid-body`: the body is not JSON or breaks the schema; `errors` lists every problem. ' +
-        '`idempotency-key-missing` / `idempotency-key-invalid`: no key, or not a valid one. Not stored: fix and resend.',
+        '`idempotency-key-missing` / `idempotency-key-invalid`: no key, or not a valid one. Not stored: fix and resend. ' +
+        'Deployed, API Gateway checks the body against a model converted from the same schema first, and answers a ' +
+        'body that breaks it itself: `about:blank`, title `Invalid request body`, without `errors`.',
       oneOfThese(
         problem('InvalidBodyProblem', ProblemType.invalidBody),
         problem('Problem', ProblemType.idempotencyKeyMissing, ProblemType.idempotencyKeyInvalid),
+        gatewayProblem,
       ),
     ),
     '401': unauthorized,

@@ -4,6 +4,8 @@ import type { CfnResource } from 'aws-cdk-lib';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { TTL_ATTRIBUTE } from '../../lib/engine/layout';
 import type { PaymentsStack } from '../../lib/infra/payments-stack';
+import { draft04RequestSchema } from '../../lib/openapi/json-schema';
+import { MAX_AMOUNT, PaymentRequest } from '../../lib/payments/schema';
 import { idempotencyTable, paymentsTable, tableDefinitions } from '../../lib/tables/definitions';
 import { type CfnResourceJson, resourceOf, type SynthesizedApp, synthesize, TESTED_ENVIRONMENTS } from './synth';
 
@@ -422,10 +424,24 @@ describe('PaymentsStack', () => {
       });
     });
 
-    it('validates the create body as a JSON object before the function runs', () => {
+    it("validates the create body before the function runs, against a model converted from the function's schema", () => {
       each((stack, template) => {
         const create = method(stack, template, 'POST', '/payments');
-        expect(create.RequestModels).toEqual({ 'application/json': { Ref: expect.any(String) } });
+        const { Ref: modelId } = (create.RequestModels as Record<string, { Ref: string }>)['application/json']!;
+        const model = template.toJSON().Resources[modelId].Properties;
+        expect(model).toMatchObject({ Name: 'PaymentRequest', ContentType: 'application/json' });
+        expect(model.Schema).toEqual(draft04RequestSchema(PaymentRequest));
+        // Draft-04 forms, which is what API Gateway reads: a boolean exclusiveMinimum, a closed object.
+        expect(model.Schema).toMatchObject({
+          $schema: 'http://json-schema.org/draft-04/schema#',
+          type: 'object',
+          required: ['amount', 'currency', 'source'],
+          additionalProperties: false,
+          properties: {
+            amount: { type: 'integer', minimum: 0, exclusiveMinimum: true, maximum: MAX_AMOUNT },
+            currency: { type: 'string', pattern: '^[a-z]{3}$' },
+          },
+        });
         template.hasResourceProperties('AWS::ApiGateway::RequestValidator', {
           ValidateRequestBody: true,
           ValidateRequestParameters: true,
