@@ -8,7 +8,7 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(t|j)s$': ['@swc/jest'] },
-  transformIgnorePatterns: ['/node_modules/(?!@middy/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@middy|@redocly)/)'],
   moduleNameMapper: { '^@middy/([^/]+)$': '<rootDir>/node_modules/@middy/$1/index.js' },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

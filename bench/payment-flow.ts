@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { StoredResponse } from '../lib/engine/record';
 import type { EffectItem } from '../lib/engine/store';
-import { type Payment, paymentIdFor } from '../lib/payments/payment';
+import { paymentIdFor } from '../lib/payments/payment';
+import type { Payment } from '../lib/payments/schema';
 import type { PaymentsStore } from '../lib/payments/store';
 
 /**

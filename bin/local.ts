@@ -1,37 +1,28 @@
 /**
- * The local stack: `npm start`. Everything on 127.0.0.1, the same handler code Lambda runs.
+ * The local stack: `npm start`. Everything on 127.0.0.1, the same handler code Lambda runs. Every variable it reads
+ * is listed in the README ("Local settings"); the main ones:
  *
- *   PORT                       API port (default 3000)
+ *   PORT                       API port (default 3000; 0 picks a free one)
+ *   PROCESSOR_PORT             the sandbox processor's port (default: a free one)
  *   DYNAMODB_ENDPOINT          use this DynamoDB (Local) instead of starting one
  *   PROCESSOR_URL              use this processor instead of starting the sandbox
  *   LOCAL_API_KEYS             "key1:acct_1,key2:acct_2" (default: two demo accounts, keys printed below)
- *   IDEMPOTENCY_LEASE_SECONDS  IDEMPOTENCY_TTL_SECONDS  PROCESSOR_TIMEOUT_MS
  */
+import { banner } from '../lib/local/banner';
 import { startLocalStack } from '../lib/local/stack';
 
 async function main(): Promise<void> {
   const stack = await startLocalStack();
-  const [first] = stack.apiKeys;
   console.log(
-    [
-      '',
-      `API listening on ${stack.apiUrl}`,
-      `  sandbox processor  ${stack.processorUrl}  (GET /charges lists every charge)`,
-      `  DynamoDB           ${stack.dynamoDbEndpoint}  tables ${stack.tables.idempotency}, ${stack.tables.payments}`,
-      `  SQS                ${stack.sqsEndpoint}  settlement queue ${stack.settlementQueue.queueUrl}`,
-      `  webhooks           ${stack.apiUrl}/webhooks/processor (signed by the sandbox processor)`,
-      '',
-      'API keys:',
-      ...stack.apiKeys.map(({ apiKey, accountId }) => `  ${accountId}  ${apiKey}`),
-      '',
-      'Try it (run it twice: the second answer is a replay, and the card is charged once):',
-      `  curl -i -X POST ${stack.apiUrl}/payments \\`,
-      `    -H 'Authorization: Bearer ${first?.apiKey}' \\`,
-      "    -H 'Idempotency-Key: order-42' -H 'Content-Type: application/json' \\",
-      `    -d '{"amount": 4200, "currency": "usd", "source": "tok_visa"}'`,
-      '',
-      'Ctrl-C stops everything.',
-    ].join('\n'),
+    banner({
+      apiUrl: stack.apiUrl,
+      processorUrl: stack.processorUrl,
+      dynamoDbEndpoint: stack.dynamoDbEndpoint,
+      sqsEndpoint: stack.sqsEndpoint,
+      settlementQueueUrl: stack.settlementQueue.queueUrl,
+      tables: stack.tables,
+      apiKeys: stack.apiKeys,
+    }),
   );
 
   let stopping = false;

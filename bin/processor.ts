@@ -5,17 +5,14 @@
  *   PROCESSOR_WEBHOOK_URL     where charge.succeeded events are POSTed (optional)
  *   PROCESSOR_WEBHOOK_SECRET  the signing secret (required with PROCESSOR_WEBHOOK_URL)
  */
+import { portFromEnv } from '../lib/local/ports';
 import { type SandboxOptions, startSandbox } from '../lib/sandbox/processor';
 
 const DEFAULT_PORT = 4010;
 
 /** Reads the environment once, failing with a message that names the variable at fault. */
 function readConfig(env: NodeJS.ProcessEnv): SandboxOptions {
-  const port =
-    env.PROCESSOR_PORT === undefined || env.PROCESSOR_PORT === '' ? DEFAULT_PORT : Number(env.PROCESSOR_PORT);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new Error(`PROCESSOR_PORT must be a port number, got '${env.PROCESSOR_PORT}'`);
-  }
+  const { port } = portFromEnv('PROCESSOR_PORT', DEFAULT_PORT, env);
   const webhookUrl = env.PROCESSOR_WEBHOOK_URL || undefined;
   const webhookSecret = env.PROCESSOR_WEBHOOK_SECRET || undefined;
   if (webhookUrl && !webhookSecret) {

@@ -10,7 +10,7 @@ import { idempotencyStore } from '../lib/payments/config';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { secretFromEnv } from '../lib/runtime/secrets';
 import { settlementQueueUrl, sqsClient } from '../lib/settlement/config';
-import { ChargeSucceededEvent } from '../lib/settlement/event';
+import { ChargeSucceededEvent, type WebhookAcknowledgement } from '../lib/settlement/event';
 import { verifyWebhookSignature } from '../lib/webhooks/verify-middleware';
 
 /**
@@ -36,11 +36,8 @@ async function receiveWebhook(_event: APIGatewayProxyEvent, context: WebhookCont
       MessageAttributes: { event_id: { DataType: 'String', StringValue: event.id } },
     }),
   );
-  return {
-    statusCode: 200,
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ received: event.id }),
-  };
+  const acknowledgement: WebhookAcknowledgement = { received: event.id };
+  return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(acknowledgement) };
 }
 
 export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, WebhookContext>(receiveWebhook)

@@ -1,16 +1,38 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
+import { z } from 'zod';
 
 /**
- * RFC 9457 problem details. `type` is a stable identifier clients can switch on (documented in the README); it
- * names the problem, it is not a page to fetch.
+ * RFC 9457 problem details. `type` is a stable identifier clients can switch on (documented in the README and the
+ * OpenAPI document); it names the problem, it is not a page to fetch. Extension members are allowed, as the RFC
+ * allows them; the OpenAPI document is generated from this schema and its extensions below.
  */
-export interface ProblemDetails {
-  readonly type: string;
-  readonly title: string;
-  readonly status: number;
-  readonly detail?: string;
-  readonly [extension: string]: unknown;
-}
+export const ProblemDetails = z.looseObject({
+  type: z.string().min(1),
+  title: z.string(),
+  status: z.number().int().min(400).max(599),
+  detail: z.string().optional(),
+});
+export type ProblemDetails = z.infer<typeof ProblemDetails>;
+
+/** One problem with a request body: where (a dotted path, empty for the whole body) and what. */
+export const BodyError = z.strictObject({ path: z.string(), message: z.string() });
+export type BodyError = z.infer<typeof BodyError>;
+
+/** The `invalid-body` problem: every problem with the body at once, so a client can fix them in one go. */
+export const InvalidBodyProblem = ProblemDetails.extend({ errors: z.array(BodyError).min(1) });
+export type InvalidBodyProblem = z.infer<typeof InvalidBodyProblem>;
+
+/**
+ * What API Gateway answers itself (401 from the authorizer, 413, 429, a 502 or 504 from the integration) once the
+ * stack's gateway responses shape it (lib/infra/api.ts), and what the local gateway answers in their place: a
+ * problem of type `about:blank` whose title is API Gateway's message (null for some of its errors).
+ */
+export const GatewayProblem = z.strictObject({
+  type: z.literal('about:blank'),
+  title: z.string().nullable(),
+  requestId: z.string().min(1),
+});
+export type GatewayProblem = z.infer<typeof GatewayProblem>;
 
 export const PROBLEM_TYPE_BASE = 'https://keystone-idempotency.dev/problems/';
 

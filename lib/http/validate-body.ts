@@ -2,7 +2,7 @@ import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { header, rawBody } from './headers';
-import { ProblemType, problemResponse } from './problem';
+import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem';
 
 /** The context a handler sees after {@link validateJsonBody}: the parsed, typed body. */
 export type WithBody<T> = { body: T };
@@ -43,6 +43,13 @@ export function validateJsonBody<S extends z.ZodType>(
   };
 }
 
-function invalid(detail: string, errors: { path: string; message: string }[]): APIGatewayProxyResult {
-  return problemResponse({ type: ProblemType.invalidBody, title: 'Invalid request body', status: 400, detail, errors });
+function invalid(detail: string, errors: BodyError[]): APIGatewayProxyResult {
+  const problem: InvalidBodyProblem = {
+    type: ProblemType.invalidBody,
+    title: 'Invalid request body',
+    status: 400,
+    detail,
+    errors,
+  };
+  return problemResponse(problem);
 }

@@ -3,10 +3,9 @@ import {
   AccessLogField,
   AccessLogFormat,
   AuthorizationType,
+  type JsonSchema as CdkJsonSchema,
   EndpointType,
   IdentitySource,
-  JsonSchemaType,
-  JsonSchemaVersion,
   LambdaIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
@@ -20,6 +19,9 @@ import {
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { ProblemType, problemType } from '../http/problem';
+import type { JsonSchema } from '../openapi/json-schema';
+import type { RequestModel } from '../openapi/request-models';
 import type { EnvironmentConfig } from './environments';
 import type { RouteTrigger } from './functions';
 
@@ -124,11 +126,6 @@ export class PaymentsApi extends Construct {
       validateRequestBody: true,
       validateRequestParameters: true,
     });
-    const jsonObject = this.api.addModel('JsonObject', {
-      contentType: 'application/json',
-      description: 'Any JSON object; the function validates its fields.',
-      schema: { schema: JsonSchemaVersion.DRAFT4, type: JsonSchemaType.OBJECT },
-    });
     const tokenAuthorizer = authorizer
       ? new TokenAuthorizer(this, 'TokenAuthorizer', {
           handler: authorizer,
@@ -139,7 +136,7 @@ export class PaymentsApi extends Construct {
       : undefined;
 
     for (const route of routes) {
-      const options = this.methodOptions(route, validator, jsonObject, tokenAuthorizer);
+      const options = this.methodOptions(route, validator, tokenAuthorizer);
       const integration = new LambdaIntegration(route.handler, {
         // Shorter than the function's own timeout (timing.ts checks it): on a 504 the function still finishes and
         // records its result, which the client's retry then replays.
@@ -168,13 +165,12 @@ export class PaymentsApi extends Construct {
   private methodOptions(
     route: ApiRoute,
     requestValidator: RequestValidator,
-    jsonObject: Model,
     tokenAuthorizer: TokenAuthorizer | undefined,
   ): MethodOptions {
     const { trigger } = route;
     const pathParameters = [...trigger.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1]);
     const requestParameters = Object.fromEntries(pathParameters.map((name) => [`method.request.path.${name}`, true]));
-    const requestModels = trigger.jsonObjectBody ? { 'application/json': jsonObject } : undefined;
+    const requestModels = trigger.bodyModel ? { 'application/json': this.model(trigger.bodyModel) } : undefined;
     if (trigger.authorization.kind === 'none') {
       return { authorizationType: AuthorizationType.NONE, requestValidator, requestParameters, requestModels };
     }
@@ -186,6 +182,18 @@ export class PaymentsApi extends Construct {
       requestParameters,
       requestModels,
     };
+  }
+
+  /** One API Gateway model per request model, shared by every method that uses it. */
+  private model(requestModel: RequestModel): Model {
+    const existing = this.api.node.tryFindChild(requestModel.name);
+    if (existing) return existing as Model;
+    return this.api.addModel(requestModel.name, {
+      modelName: requestModel.name,
+      contentType: 'application/json',
+      description: requestModel.description,
+      schema: cdkJsonSchema(requestModel.schema),
+    });
   }
 
   /**
@@ -201,6 +209,37 @@ export class PaymentsApi extends Construct {
       },
     };
     this.api.addGatewayResponse('Default4xx', { type: ResponseType.DEFAULT_4XX, ...problem });
+    // The body model only checks for a JSON object (see jsonObjectModel): say so in the function's own format, so a
+    // client sees the same problem type and `errors` list whether the gateway or the function caught it.
+    this.api.addGatewayResponse('BadRequestBody', {
+      type: ResponseType.BAD_REQUEST_BODY,
+      statusCode: '400',
+      responseHeaders: problem.responseHeaders,
+      templates: {
+        'application/json': JSON.stringify({
+          type: problemType(ProblemType.invalidBody),
+          title: 'Invalid request body',
+          status: 400,
+          detail: 'The body must be a JSON object.',
+          errors: [{ path: '', message: 'expected a JSON object' }],
+          requestId: '$context.requestId',
+        }),
+      },
+    });
     this.api.addGatewayResponse('Default5xx', { type: ResponseType.DEFAULT_5XX, ...problem });
   }
+}
+
+/**
+ * CDK's `JsonSchema` spells `$schema`, `$ref` and `$id` without the dollar and puts them back when it renders the
+ * model; every other keyword is the JSON Schema one. Converts a plain draft-04 schema to that form.
+ */
+function cdkJsonSchema(schema: JsonSchema): CdkJsonSchema {
+  const renamed: Record<string, string> = { $schema: 'schema', $ref: 'ref', $id: 'id' };
+  const convert = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(convert);
+    if (typeof value !== 'object' || value === null) return value;
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [renamed[key] ?? key, convert(inner)]));
+  };
+  return convert(schema) as CdkJsonSchema;
 }

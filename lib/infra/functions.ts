@@ -1,3 +1,4 @@
+import { jsonObjectModel, type RequestModel } from '../openapi/request-models';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../tables/definitions';
 
 /**
@@ -24,8 +25,11 @@ export type FunctionTrigger =
       /** A REST API resource path; `{name}` segments become required path parameters. */
       readonly path: string;
       readonly authorization: RouteAuthorization;
-      /** API Gateway rejects a body that is not a JSON object before the function runs. */
-      readonly jsonObjectBody?: boolean;
+      /**
+       * API Gateway rejects a body that breaks this model before the function runs. The model is converted from the
+       * function's own zod schema (lib/openapi/request-models.ts), so the two cannot disagree on a field.
+       */
+      readonly bodyModel?: RequestModel;
     }
   | { readonly kind: 'authorizer' }
   | { readonly kind: 'settlement-queue'; readonly batchSize: number }
@@ -83,7 +87,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       method: 'POST',
       path: '/payments',
       authorization: { kind: 'token' },
-      jsonObjectBody: true,
+      bodyModel: jsonObjectModel,
     },
     tables: [
       { table: idempotencyTable, actions: ENGINE_ACTIONS },

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { APIGatewayProxyResult } from 'aws-lambda';
+import type { GatewayProblem } from '../http/problem';
 
 /**
  * The responses API Gateway itself produces (its "gateway responses"), with the bodies and `x-amzn-ErrorType`
@@ -40,10 +41,8 @@ export function writeGatewayResponse(
   extraHeaders: Record<string, string> = {},
   format: GatewayResponseFormat = 'aws-default',
 ): void {
-  const body =
-    format === 'problem'
-      ? JSON.stringify({ type: 'about:blank', title: response.message, requestId })
-      : JSON.stringify({ message: response.message });
+  const problem: GatewayProblem = { type: 'about:blank', title: response.message, requestId };
+  const body = format === 'problem' ? JSON.stringify(problem) : JSON.stringify({ message: response.message });
   res.writeHead(response.statusCode, {
     'Content-Type': format === 'problem' ? 'application/problem+json' : 'application/json',
     'Content-Length': Buffer.byteLength(body),

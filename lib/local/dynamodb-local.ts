@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { freePort } from './free-port';
@@ -26,12 +27,17 @@ export function dynamoDbLocalJar(): { jar: string; libDir: string } {
  *
  * The JVM runs in its own process group (`detached`) so that `stop()` can kill the whole group: an orphaned JVM
  * would keep its port and its stale data into the next run. The tiered/serial GC flags roughly halve start time.
+ *
+ * Telemetry is off (`-disableTelemetry`): a local test database has nothing to report. Without it the jar also
+ * writes `dynamodb-local-metadata.json` (an installation id) into its working directory, which was the checkout;
+ * the JVM now runs in a temporary directory of its own, removed when it stops, so nothing lands in the tree.
  */
 export async function startDynamoDbLocal(
   options: { port?: number; readyTimeoutMs?: number } = {},
 ): Promise<DynamoDbLocal> {
   const port = options.port ?? (await freePort());
   const { jar, libDir } = dynamoDbLocalJar();
+  const workDir = mkdtempSync(join(tmpdir(), 'dynamodb-local-'));
   const child = spawn(
     'java',
     [
@@ -42,10 +48,11 @@ export async function startDynamoDbLocal(
       '-jar',
       jar,
       '-inMemory',
+      '-disableTelemetry',
       '-port',
       String(port),
     ],
-    { detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
+    { cwd: workDir, detached: true, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
@@ -54,13 +61,19 @@ export async function startDynamoDbLocal(
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   child.once('error', () => undefined);
   const pid = child.pid;
-  if (pid === undefined) throw new Error('could not start java: is a JRE (>= 17) on the PATH?');
+  if (pid === undefined) {
+    rmSync(workDir, { recursive: true, force: true });
+    throw new Error('could not start java: is a JRE (>= 17) on the PATH?');
+  }
   child.unref();
   (child.stderr as { unref?: () => void } | null)?.unref?.(); // a socket at runtime; don't keep the parent alive
 
   const endpoint = `http://127.0.0.1:${port}`;
-  const stop = () => killGroup(child, pid, exited);
-  reapWhenParentDies(pid);
+  const stop = async () => {
+    await killGroup(child, pid, exited);
+    rmSync(workDir, { recursive: true, force: true });
+  };
+  reapWhenParentDies(pid, workDir);
   try {
     await waitUntilReady(endpoint, options.readyTimeoutMs ?? 30_000, exited);
   } catch (error) {
@@ -72,14 +85,16 @@ export async function startDynamoDbLocal(
 
 /**
  * Exit handlers don't run when the parent is SIGKILLed (a crashed jest, a killed terminal). A tiny detached shell
- * watches the parent and kills the JVM's process group once the parent is gone, so no JVM outlives its owner.
+ * watches the parent and kills the JVM's process group once the parent is gone, so no JVM outlives its owner (and
+ * removes the JVM's working directory).
  */
-function reapWhenParentDies(groupId: number): void {
+function reapWhenParentDies(groupId: number, workDir: string): void {
   const watcher = spawn(
     'sh',
     [
       '-c',
-      `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${groupId} 2>/dev/null; do sleep 1; done; kill -TERM -${groupId} 2>/dev/null`,
+      `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${groupId} 2>/dev/null; do sleep 1; done; kill -TERM -${groupId} 2>/dev/null; sleep 1; rm -rf "$0"`,
+      workDir,
     ],
     { detached: true, stdio: 'ignore' },
   );

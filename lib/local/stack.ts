@@ -14,6 +14,8 @@ import { type ApiGateway, type ProxyHandler, type Route, startApiGateway } from 
 import { startDynamoDbLocal } from './dynamodb-local';
 import { freePort } from './free-port';
 import { consoleLog, type LocalLog } from './log';
+import { openApiRoute } from './openapi-route';
+import { ensurePortsFree, portFromEnv } from './ports';
 import { type Schedule, startSchedule } from './schedule';
 import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from './sqs';
 import { type SqsPoller, startSqsPoller } from './sqs-poller';
@@ -56,9 +58,9 @@ export interface LocalStack {
 /**
  * Starts the payments service on this machine, running the same handler code Lambda runs:
  * DynamoDB Local (unless `DYNAMODB_ENDPOINT` names one), the tables from the same definitions the CDK stack uses,
- * the sandbox processor and mailer (unless `PROCESSOR_URL` names one), SQS (unless `SQS_ENDPOINT` names one) with
- * the settlement queue and its DLQ, an emulated API Gateway with the Lambda authorizer, and a poller that feeds the
- * settlement consumer like Lambda's event source mapping.
+ * the sandbox processor and mailer on `PROCESSOR_PORT` (unless `PROCESSOR_URL` names one), SQS (unless
+ * `SQS_ENDPOINT` names one) with the settlement queue and its DLQ, an emulated API Gateway on `PORT` with the Lambda
+ * authorizer, and a poller that feeds the settlement consumer like Lambda's event source mapping.
  *
  * Each part can be given from outside, so a test can kill this process mid-request and start it again against the
  * same database and processor.
@@ -72,6 +74,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       await stopOne().catch((error: unknown) => log.error('stop failed', { error: String(error) }));
     }
   };
+  // Ports first: a port that is taken should fail now, not after DynamoDB Local and the rest have started.
+  const apiPort = portFromEnv('PORT', 3000, env);
+  const processorPort = portFromEnv('PROCESSOR_PORT', 0, env);
+  await ensurePortsFree(env.PROCESSOR_URL ? [apiPort] : [apiPort, processorPort]);
   try {
     // The deployed stack refuses these relations at synth time; the local stack refuses them before it starts.
     const violations = timingViolations(localTimings(env));
@@ -95,13 +101,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     await ensureTable(client, idempotencyTable, tables.idempotency);
     await ensureTable(client, paymentsTable, tables.payments);
 
-    const port = env.PORT ? Number(env.PORT) : 3000;
-    const apiPort = port === 0 ? await freePort() : port;
+    // The sandbox's webhooks need the API's URL before the API listens, so a free port is picked here.
+    const port = apiPort.port === 0 ? await freePort() : apiPort.port;
     env.PROCESSOR_WEBHOOK_SECRET ||= `whsec_${randomBytes(16).toString('hex')}`;
     if (!env.PROCESSOR_URL) {
       const sandbox = await startSandbox({
-        port: 0,
-        webhookUrl: `http://127.0.0.1:${apiPort}/webhooks/processor`,
+        port: processorPort.port,
+        webhookUrl: `http://127.0.0.1:${port}/webhooks/processor`,
         webhookSecret: env.PROCESSOR_WEBHOOK_SECRET,
       });
       stoppers.push(() => sandbox.close());
@@ -118,7 +124,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     env.POWERTOOLS_METRICS_DISABLED ??= 'true';
     // Handlers read their configuration at import (cold start), so the environment is set first.
     Object.assign(process.env, env);
-    const api = await startApi(apiPort, env, log);
+    const api = await startApi(port, env, log);
     stoppers.push(() => api.close());
     const consumer = await startConsumer(queues, env, log);
     stoppers.push(() => consumer.stop());
@@ -246,6 +252,7 @@ async function startApi(port: number, env: Env, log: LocalLog): Promise<ApiGatew
     { method: 'GET', resource: '/payments/{id}', handler: asProxyHandler(get.handler), authorizer: auth, timeoutMs },
     // No authorizer: the processor authenticates with its HMAC signature, checked in the handler.
     { method: 'POST', resource: '/webhooks/processor', handler: asProxyHandler(webhook.handler), timeoutMs },
+    openApiRoute(`http://127.0.0.1:${port}`),
   ];
   return startApiGateway({
     port,

@@ -2,6 +2,7 @@ import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { IdempotencyHandle } from '../http/idempotency';
 import { problemResponse } from '../http/problem';
 import { chargeReference, paymentCreated, paymentFromCharge } from './payment';
+import { type CardDeclinedProblem, PaymentProblemType } from './problems';
 import type { ProcessorClient } from './processor-client';
 import type { PaymentRequest } from './schema';
 import type { PaymentsStore } from './store';
@@ -42,14 +43,16 @@ export async function createPayment(
       idempotency.stage(deps.payments.putPayment(accountId, payment, idempotency.downstreamKey));
       return paymentCreated(payment);
     }
-    case 'declined':
-      return problemResponse({
-        type: 'card-declined',
+    case 'declined': {
+      const problem: CardDeclinedProblem = {
+        type: PaymentProblemType.cardDeclined,
         title: 'Card declined',
         status: 402,
         detail: outcome.message,
         decline_code: outcome.code,
-      });
+      };
+      return problemResponse(problem);
+    }
     case 'unavailable':
       return unavailable(outcome.reason, outcome.retryAfterSeconds);
     case 'rejected':
@@ -69,7 +72,7 @@ function unavailable(reason: keyof typeof UNAVAILABLE, retryAfterSeconds = 1): A
   const { status, title } = UNAVAILABLE[reason];
   return problemResponse(
     {
-      type: 'processor-unavailable',
+      type: PaymentProblemType.processorUnavailable,
       title,
       status,
       detail: 'The payment was not completed. Retry with the same Idempotency-Key: it will not be charged twice.',

@@ -1,18 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Charge } from './processor-client';
-
-/** A payment as the API shows it. */
-export interface Payment {
-  readonly id: string;
-  readonly amount: number;
-  readonly currency: string;
-  readonly source: string;
-  readonly description: string | null;
-  readonly status: 'succeeded' | 'settled';
-  readonly charge_id: string;
-  readonly created_at: string;
-  readonly settled_at: string | null;
-}
+import type { Payment } from './schema';
 
 /**
  * The payment id is derived from the operation's downstream key, so every attempt and every owner of one operation

@@ -2,9 +2,10 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { EffectItem } from '../engine/store';
 import { compareAndSetItem } from '../natural/compare-and-set';
-import type { Payment } from './payment';
+import type { Payment } from './schema';
 
-export type { Payment } from './payment';
+/** A payment as the API shows it: its schema is in `schema.ts`, the one source for handlers and the OpenAPI. */
+export type { Payment } from './schema';
 
 const paymentKey = (accountId: string, paymentId: string) => ({
   pk: `ACCOUNT#${accountId}`,

@@ -32,3 +32,10 @@ export const ChargeSucceededEvent = z.object({
   }),
 });
 export type ChargeSucceededEvent = z.infer<typeof ChargeSucceededEvent>;
+
+/**
+ * Our answer to a webhook we accepted (200): the event id, so the processor's logs can match it. A replay of the
+ * same event answers the same body with `Idempotent-Replayed: true`.
+ */
+export const WebhookAcknowledgement = z.strictObject({ received: ChargeSucceededEvent.shape.id });
+export type WebhookAcknowledgement = z.infer<typeof WebhookAcknowledgement>;

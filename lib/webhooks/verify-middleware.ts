@@ -5,6 +5,9 @@ import { header, rawBody } from '../http/headers';
 import { problemResponse } from '../http/problem';
 import { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, verifySignature } from './signature';
 
+/** The problem type of a missing, forged or stale signature (401). */
+export const INVALID_SIGNATURE = 'invalid-signature';
+
 export interface VerifyWebhookOptions {
   /** The shared secret; a function so it can be fetched once (Secrets Manager) and cached. */
   readonly secret: () => Promise<string>;
@@ -30,7 +33,7 @@ export function verifyWebhookSignature(
       });
       if (verdict.ok) return undefined;
       return problemResponse({
-        type: 'invalid-signature',
+        type: INVALID_SIGNATURE,
         title: 'Invalid webhook signature',
         status: 401,
         detail: `The ${SIGNATURE_HEADER} header is ${verdict.reason === 'stale' ? 'too old or too far in the future' : verdict.reason}.`,

@@ -102,7 +102,9 @@ describe('DynamoDB faults in the claim and the commit (cases run side by side)',
     const answers = await payLikeAClient(op);
     expect(statusLine(answers)).toMatch(/^500( 409)+ 201$/);
     expect(lost.fired()).toBe(SDK_ATTEMPTS);
-    expect(outcomes(steps.takeover(op.recordKey))).toEqual([200]);
+    // The client's takeover once the lease runs out, or the completer's first: it finds no charge and abandons the
+    // operation, which the client then takes over. Either way someone took the orphaned claim over, and one charge.
+    expect(outcomes(steps.takeover(op.recordKey))).toContain(200);
     await expectExactlyOnce(op, answers);
   });
 

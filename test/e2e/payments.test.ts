@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import type { OpenAPIObject } from 'openapi3-ts/oas31';
+import { openApiDocument } from '../../lib/openapi/document';
+import { MAX_AMOUNT } from '../../lib/payments/schema';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { OpenApiContract } from '../support/openapi-contract';
 
 /**
  * The payments service end to end: HTTP into the local stack process (`bin/local.ts`, the handler code Lambda runs),
  * DynamoDB Local from the jest setup, and the sandbox processor, whose GET /charges is the witness for money moved.
+ * Every response the API gives is checked against the OpenAPI document the stack serves: status, headers, body.
  */
 jest.setTimeout(60_000);
 
@@ -12,6 +17,7 @@ const KEY_A = 'sk_test_e2e_account_a';
 const KEY_B = 'sk_test_e2e_account_b';
 let sandbox: Sandbox;
 let stack: StackProcess;
+let contract: OpenApiContract;
 
 const stackEnv = (overrides: Record<string, string> = {}) => ({
   DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
@@ -27,6 +33,7 @@ beforeAll(async () => {
   sandbox = await startSandbox({ port: 0 });
   // A short processor timeout, so the timeout path (504) is quick to provoke.
   stack = await startStackProcess(stackEnv({ PROCESSOR_TIMEOUT_MS: '1500' }));
+  contract = new OpenApiContract((await (await fetch(`${stack.url}/openapi.json`)).json()) as OpenAPIObject);
 });
 afterAll(async () => {
   await stack?.stop();
@@ -38,14 +45,22 @@ afterEach(async () => {
 
 const card = { amount: 4200, currency: 'usd', source: 'tok_visa' };
 
-function pay(options: { key?: string; body?: unknown; apiKey?: string; url?: string } = {}) {
+async function pay(options: { key?: string; body?: unknown; apiKey?: string; url?: string } = {}) {
   const headers: Record<string, string> = {
     Authorization: `Bearer ${options.apiKey ?? KEY_A}`,
     'Content-Type': 'application/json',
   };
   if (options.key !== undefined) headers['Idempotency-Key'] = options.key;
   const body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body ?? card);
-  return fetch(`${options.url ?? stack.url}/payments`, { method: 'POST', headers, body });
+  const response = await fetch(`${options.url ?? stack.url}/payments`, { method: 'POST', headers, body });
+  await contract.check('POST /payments', response);
+  return response;
+}
+
+async function getPayment(id: string, apiKey = KEY_A) {
+  const response = await fetch(`${stack.url}/payments/${id}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+  await contract.check('GET /payments/{id}', response);
+  return response;
 }
 
 async function allCharges() {
@@ -96,7 +111,7 @@ describe('POST /payments over the local stack', () => {
     expect(new Set(bodies.map((b) => (b as { id: string }).id)).size).toBe(1);
     expect((await allCharges()).length - before).toBe(1);
     const paymentId = (bodies[0] as { id: string }).id;
-    const get = await fetch(`${stack.url}/payments/${paymentId}`, { headers: { Authorization: `Bearer ${KEY_A}` } });
+    const get = await getPayment(paymentId);
     expect(get.status).toBe(200);
   });
 
@@ -150,6 +165,13 @@ describe('POST /payments over the local stack', () => {
     expect((await pay({ key })).status).toBe(201);
   });
 
+  it('charges the largest amount it accepts, and answers one more with 400, never a 500', async () => {
+    expect((await pay({ key: randomUUID(), body: { ...card, amount: MAX_AMOUNT } })).status).toBe(201);
+    const tooMuch = await pay({ key: randomUUID(), body: { ...card, amount: MAX_AMOUNT + 1 } });
+    expect(tooMuch.status).toBe(400);
+    expect(((await tooMuch.json()) as { errors: { path: string }[] }).errors.map((e) => e.path)).toEqual(['amount']);
+  });
+
   it('rejects a missing or malformed key with 400', async () => {
     expect((await pay({})).status).toBe(400);
     expect((await pay({ key: 'x'.repeat(256) })).status).toBe(400);
@@ -164,7 +186,7 @@ describe('POST /payments over the local stack', () => {
     const b = (await bResponse.json()) as { id: string; charge_id: string };
     expect(b.id).not.toBe(a.id);
     expect(b.charge_id).not.toBe(a.charge_id);
-    const asA = await fetch(`${stack.url}/payments/${b.id}`, { headers: { Authorization: `Bearer ${KEY_A}` } });
+    const asA = await getPayment(b.id, KEY_A);
     expect(asA.status).toBe(404);
   });
 
@@ -180,10 +202,18 @@ describe('POST /payments over the local stack', () => {
 
   it('answers 401 problem+json for a missing or unknown API key, as the deployed gateway responses do', async () => {
     const missing = await fetch(`${stack.url}/payments`, { method: 'POST', body: '{}' });
+    await contract.check('POST /payments', missing);
     expect(missing.status).toBe(401);
     expect(missing.headers.get('content-type')).toBe('application/problem+json');
     expect(await missing.json()).toMatchObject({ type: 'about:blank', title: 'Unauthorized' });
     expect((await pay({ key: randomUUID(), apiKey: 'sk_test_unknown' })).status).toBe(401);
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it("is served at /openapi.json, generated from the handlers' schemas, with this stack as its first server", async () => {
+    const served = await (await fetch(`${stack.url}/openapi.json`)).json();
+    expect(served).toEqual(openApiDocument({ serverUrl: stack.url }));
   });
 });
 

@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueUrlCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import type { OpenAPIObject } from 'openapi3-ts/oas31';
 import { freePort } from '../../lib/local/free-port';
 import { type LocalSqs, startLocalSqs } from '../../lib/local/sqs';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { signPayload } from '../../lib/webhooks/signature';
 import { type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { OpenApiContract } from '../support/openapi-contract';
 
 /**
  * Webhooks and the settlement queue end to end. The sandbox (processor, mailer, webhook sender) and SQS belong to the
- * test, so they outlive a crashed API process; the stack process is what `npm start` runs.
+ * test, so they outlive a crashed API process; the stack process is what `npm start` runs. Every response the API
+ * gives is checked against the OpenAPI document the stack serves.
  */
 jest.setTimeout(90_000);
 
@@ -19,6 +22,7 @@ let sqs: LocalSqs;
 let port: number;
 let stack: StackProcess;
 let env: Record<string, string>;
+let contract: OpenApiContract;
 
 beforeAll(async () => {
   port = await freePort();
@@ -48,6 +52,7 @@ beforeAll(async () => {
     COMPLETER_INTERVAL_SECONDS: '1',
   };
   stack = await startStackProcess(env, port);
+  contract = new OpenApiContract((await (await fetch(`${stack.url}/openapi.json`)).json()) as OpenAPIObject);
 });
 afterAll(async () => {
   await stack?.stop();
@@ -72,12 +77,14 @@ async function pay(): Promise<Payment> {
     },
     body: JSON.stringify({ amount: 1999, currency: 'eur', source: 'tok_visa' }),
   });
+  await contract.check('POST /payments', response);
   expect(response.status).toBe(201);
   return (await response.json()) as Payment;
 }
 
 async function payment(id: string, url = stack.url): Promise<Payment> {
   const response = await fetch(`${url}/payments/${id}`, { headers: { Authorization: `Bearer ${API_KEY}` } });
+  await contract.check('GET /payments/{id}', response);
   return (await response.json()) as Payment;
 }
 
@@ -96,12 +103,14 @@ async function eventually<T>(probe: () => Promise<T> | T, done: (value: T) => bo
   }
 }
 
-function signedPost(body: string, signature: string) {
-  return fetch(`${stack.url}/webhooks/processor`, {
+async function signedPost(body: string, signature: string) {
+  const response = await fetch(`${stack.url}/webhooks/processor`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', 'Processor-Signature': signature },
     body,
   });
+  await contract.check('POST /webhooks/processor', response);
+  return response;
 }
 
 describe('settlement from processor webhooks', () => {

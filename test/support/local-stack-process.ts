@@ -16,17 +16,7 @@ export interface StackProcess {
  */
 export async function startStackProcess(env: Record<string, string>, port?: number): Promise<StackProcess> {
   const apiPort = port ?? (await freePort());
-  const root = join(__dirname, '..', '..');
-  const child = spawn(
-    process.execPath,
-    [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(root, 'bin', 'local.ts')],
-    {
-      cwd: root,
-      env: { ...process.env, ...env, PORT: String(apiPort) },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawnStack({ ...env, PORT: String(apiPort) });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
@@ -47,6 +37,51 @@ export async function startStackProcess(env: Record<string, string>, port?: numb
     crash: () => killGroup(child, 'SIGKILL', exited),
     stop: () => killGroup(child, 'SIGTERM', exited),
   };
+}
+
+/** Runs `bin/local.ts` expecting it to fail at start: resolves with its exit code and output once it exits. */
+export async function runStackProcessToExit(
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<{ code: number | null; output: string }> {
+  const child = spawnStack(env);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+  });
+  const outcome = await Promise.race([exited, timeout]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') {
+    await killGroup(
+      child,
+      'SIGKILL',
+      exited.then(() => undefined),
+    );
+    throw new Error(`the local stack was still running after ${timeoutMs} ms:\n${output}`);
+  }
+  return { code: outcome, output };
+}
+
+function spawnStack(env: Record<string, string>): ChildProcess {
+  const root = join(__dirname, '..', '..');
+  return spawn(
+    process.execPath,
+    [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(root, 'bin', 'local.ts')],
+    {
+      cwd: root,
+      env: { ...process.env, ...env },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
 }
 
 async function killGroup(child: ChildProcess, signal: NodeJS.Signals, exited: Promise<void>): Promise<void> {

@@ -1,0 +1,60 @@
+/**
+ * What `npm start` prints once the stack serves. The example commands use shell variables that the banner's own
+ * `export` lines define, so they run as printed; the README shows the same commands (a test keeps the two equal and
+ * runs them against a started stack).
+ */
+
+/**
+ * The first example: create a payment (run it twice: the second answer is a replay) and look at the processor's
+ * ledger. One key and one body wherever the example is shown: the same key with another body is a 422.
+ */
+export const TRY_IT_COMMANDS: readonly string[] = [
+  'curl -i -X POST "$API/payments" \\',
+  `  -H "Authorization: Bearer $KEY" -H 'Idempotency-Key: order-42' -H 'Content-Type: application/json' \\`,
+  `  -d '{"amount": 4200, "currency": "usd", "source": "tok_visa", "description": "Order 42"}'`,
+  'curl -s "$PROCESSOR/charges"',
+];
+
+export interface BannerFacts {
+  readonly apiUrl: string;
+  readonly processorUrl: string;
+  readonly dynamoDbEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly settlementQueueUrl: string;
+  readonly tables: { readonly idempotency: string; readonly payments: string };
+  readonly apiKeys: readonly { readonly apiKey: string; readonly accountId: string }[];
+}
+
+/** The shell lines that define `$API`, `$KEY` (the first account's key) and `$PROCESSOR`. */
+export function exportLines(facts: BannerFacts): string[] {
+  const [first] = facts.apiKeys;
+  return [
+    `export API=${facts.apiUrl}`,
+    ...(first ? [`export KEY=${first.apiKey}`] : []),
+    `export PROCESSOR=${facts.processorUrl}`,
+  ];
+}
+
+export function banner(facts: BannerFacts): string {
+  const [first] = facts.apiKeys;
+  return [
+    '',
+    `API listening on ${facts.apiUrl}`,
+    `  OpenAPI            ${facts.apiUrl}/openapi.json`,
+    `  sandbox processor  ${facts.processorUrl}  (GET /charges lists every charge; test cards and faults: README)`,
+    `  DynamoDB           ${facts.dynamoDbEndpoint}  tables ${facts.tables.idempotency}, ${facts.tables.payments}`,
+    `  SQS                ${facts.sqsEndpoint}  settlement queue ${facts.settlementQueueUrl}`,
+    `  webhooks           ${facts.apiUrl}/webhooks/processor (signed by the sandbox processor)`,
+    '',
+    'API keys:',
+    ...facts.apiKeys.map(({ apiKey, accountId }) => `  ${accountId}  ${apiKey}`),
+    '',
+    `Paste into your shell (the README's examples use these; KEY is ${first?.accountId ?? 'no account'}'s):`,
+    ...exportLines(facts).map((line) => `  ${line}`),
+    '',
+    'Then try it (run it twice: the second answer is a replay, and the card is charged once):',
+    ...TRY_IT_COMMANDS.map((line) => `  ${line}`),
+    '',
+    'Ctrl-C stops everything.',
+  ].join('\n');
+}

@@ -1,0 +1,14 @@
+import { z } from 'zod';
+import { ProblemDetails } from '../http/problem';
+
+/** The payments API's own problem types, beside the HTTP adapter's (`ProblemType`), by slug. */
+export const PaymentProblemType = {
+  /** The processor declined the card: a stored, replayed answer (402). */
+  cardDeclined: 'card-declined',
+  /** The processor failed, timed out or was unreachable (502/503/504 + Retry-After): retry with the same key. */
+  processorUnavailable: 'processor-unavailable',
+} as const;
+
+/** The `card-declined` problem carries the processor's decline code, for the client to show or switch on. */
+export const CardDeclinedProblem = ProblemDetails.extend({ decline_code: z.string().min(1) });
+export type CardDeclinedProblem = z.infer<typeof CardDeclinedProblem>;

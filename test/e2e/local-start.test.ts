@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:net';
+import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { freePort } from '../../lib/local/free-port';
+import { localClient } from '../support/dynamodb';
+import { runStackProcessToExit, type StackProcess, startStackProcess } from '../support/local-stack-process';
+
+/**
+ * `npm start` as a newcomer meets it: the ports it is told to use, and what it says when it can't. The stack runs
+ * as `bin/local.ts` in a child process against the run's DynamoDB Local; its table names are unique per test, so
+ * whether it created them is the witness for "it started things before failing".
+ */
+jest.setTimeout(60_000);
+
+const db = localClient();
+afterAll(() => db.destroy());
+
+function uniqueTables() {
+  return {
+    IDEMPOTENCY_TABLE: `start-idem-${randomUUID().slice(0, 8)}`,
+    PAYMENTS_TABLE: `start-pay-${randomUUID().slice(0, 8)}`,
+  };
+}
+
+async function tableNames(): Promise<string[]> {
+  const names: string[] = [];
+  let start: string | undefined;
+  do {
+    const page = await db.send(new ListTablesCommand({ ExclusiveStartTableName: start }));
+    names.push(...(page.TableNames ?? []));
+    start = page.LastEvaluatedTableName;
+  } while (start);
+  return names;
+}
+
+async function holdPort(): Promise<{ port: number; release: () => Promise<void> }> {
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return { port, release: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+describe('npm start with a port that is taken', () => {
+  it.each(['PORT', 'PROCESSOR_PORT'])('fails at once naming %s, before it creates anything', async (variable) => {
+    const held = await holdPort();
+    try {
+      const tables = uniqueTables();
+      const other = variable === 'PORT' ? 'PROCESSOR_PORT' : 'PORT';
+      const { code, output } = await runStackProcessToExit({
+        DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+        ...tables,
+        [variable]: String(held.port),
+        [other]: '0',
+      });
+      expect(code).toBe(1);
+      expect(output).toContain(`${variable}: port ${held.port} on 127.0.0.1 is already in use`);
+      const existing = await tableNames();
+      expect(existing).not.toContain(tables.IDEMPOTENCY_TABLE);
+      expect(existing).not.toContain(tables.PAYMENTS_TABLE);
+    } finally {
+      await held.release();
+    }
+  });
+});
+
+describe('npm start with PROCESSOR_PORT', () => {
+  let stack: StackProcess | undefined;
+  afterAll(() => stack?.stop());
+
+  it('runs its own sandbox processor on that port', async () => {
+    const processorPort = await freePort();
+    stack = await startStackProcess({
+      DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+      ...uniqueTables(),
+      PROCESSOR_PORT: String(processorPort),
+    });
+    expect(stack.output()).toContain(`export PROCESSOR=http://127.0.0.1:${processorPort}`);
+    const charges = await fetch(`http://127.0.0.1:${processorPort}/charges`);
+    expect(charges.status).toBe(200);
+    expect(await charges.json()).toEqual([]);
+  });
+});

@@ -1,0 +1,99 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { TRY_IT_COMMANDS } from '../../lib/local/banner';
+import { type StackProcess, startStackProcess } from '../support/local-stack-process';
+
+/**
+ * The README's shell examples and the start banner's, tried as a newcomer would: `npm start` (bin/local.ts, with
+ * its own sandbox processor), the banner's `export` lines pasted into a shell, then each example run as printed,
+ * with curl and bash. An example that stops working, or drifts from the banner, fails here.
+ */
+jest.setTimeout(90_000);
+
+const run = promisify(execFile);
+const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+
+/** The README's `sh` blocks that talk to a running stack (they use the banner's variables). */
+const stackExamples = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
+  .map((match) => match[1] ?? '')
+  .filter((block) => /\$(API|PROCESSOR)\b/.test(block));
+
+let stack: StackProcess;
+let exports: string;
+
+beforeAll(async () => {
+  stack = await startStackProcess({
+    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+    IDEMPOTENCY_TABLE: `readme-idem-${randomUUID().slice(0, 8)}`,
+    PAYMENTS_TABLE: `readme-pay-${randomUUID().slice(0, 8)}`,
+    PROCESSOR_PORT: '0',
+  });
+  exports = stack
+    .output()
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line.startsWith('export '))
+    .join('\n');
+});
+afterAll(() => stack?.stop());
+
+/** Runs one example in bash after the export lines, stopping at the first failing command. */
+async function runExample(example: string): Promise<{ output: string; statuses: number[] }> {
+  const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', `${exports}\n${example}`], {
+    // A proxy from the environment must not intercept loopback.
+    env: { ...process.env, NO_PROXY: '127.0.0.1', no_proxy: '127.0.0.1' },
+    timeout: 30_000,
+  });
+  // A status line may follow the previous command's body on the same line (curl adds no newline after a body).
+  const statuses = [...stdout.matchAll(/HTTP\/[\d.]+ (\d{3}) /g)].map((match) => Number(match[1]));
+  return { output: stdout, statuses };
+}
+
+async function chargeCount(): Promise<number> {
+  const processor = /^export PROCESSOR=(\S+)$/m.exec(exports)?.[1];
+  return ((await (await fetch(`${processor}/charges`)).json()) as unknown[]).length;
+}
+
+describe('the start banner', () => {
+  it('prints export lines for every variable the examples use', () => {
+    expect(exports).toMatch(/^export API=http:\/\/127\.0\.0\.1:\d+$/m);
+    expect(exports).toMatch(/^export KEY=sk_test_\S+$/m);
+    expect(exports).toMatch(/^export PROCESSOR=http:\/\/127\.0\.0\.1:\d+$/m);
+  });
+
+  it('shows the same example as the README, line for line', () => {
+    expect(stack.output()).toContain(TRY_IT_COMMANDS.map((line) => `  ${line}`).join('\n'));
+    expect(stackExamples[0]?.trimEnd()).toBe(TRY_IT_COMMANDS.join('\n'));
+  });
+});
+
+describe("the README's examples, run as printed", () => {
+  it('are the three this test knows what to expect of', () => {
+    expect(stackExamples).toHaveLength(3);
+  });
+
+  it('create a payment, and replay it when run again, with one charge', async () => {
+    const first = await runExample(stackExamples[0] ?? '');
+    expect(first.statuses).toEqual([201]);
+    const again = await runExample(stackExamples[0] ?? '');
+    expect(again.statuses).toEqual([201]);
+    expect(again.output).toMatch(/^Idempotent-Replayed: true/im);
+    expect(await chargeCount()).toBe(1);
+  });
+
+  it('read the payment back through its Location', async () => {
+    const { statuses, output } = await runExample(stackExamples[1] ?? '');
+    expect(statuses).toEqual([200]);
+    expect(output).toMatch(/"id":"pay_[0-9a-f]{24}"/);
+    expect(await chargeCount()).toBe(1);
+  });
+
+  it('inject a processor outage, and the retry with the same key charges once', async () => {
+    const { statuses } = await runExample(stackExamples[2] ?? '');
+    expect(statuses).toEqual([503, 201]);
+    expect(await chargeCount()).toBe(2);
+  });
+});
