@@ -20,6 +20,7 @@ async function main(): Promise<void> {
       `  DynamoDB           ${stack.dynamoDbEndpoint}  tables ${stack.tables.idempotency}, ${stack.tables.payments}`,
       `  SQS                ${stack.sqsEndpoint}  settlement queue ${stack.settlementQueue.queueUrl}`,
       `  webhooks           ${stack.apiUrl}/webhooks/processor (signed by the sandbox processor)`,
+      `  demo page          ${stack.demoUrl}  (double tap: one key per payment, or one per request)`,
       '',
       'API keys:',
       ...stack.apiKeys.map(({ apiKey, accountId }) => `  ${accountId}  ${apiKey}`),

@@ -10,6 +10,7 @@ import { sqsClient } from '../settlement/config';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ensureTable } from '../tables/ensure';
 import { type ApiGateway, type ProxyHandler, type Route, startApiGateway } from './api-gateway';
+import { prepareDemo } from './demo';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { freePort } from './free-port';
 import { consoleLog, type LocalLog } from './log';
@@ -38,6 +39,8 @@ export interface LocalStack {
   readonly sqsEndpoint: string;
   readonly settlementQueue: QueueWithDlq;
   readonly dynamoDbEndpoint: string;
+  /** The double-tap demo page (lib/local/demo): `${apiUrl}/`. */
+  readonly demoUrl: string;
   /** API keys seeded at start: the ones given in LOCAL_API_KEYS, or two generated demo accounts. */
   readonly apiKeys: readonly { apiKey: string; accountId: string }[];
   readonly tables: { readonly idempotency: string; readonly payments: string };
@@ -99,18 +102,24 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stoppers.push(queues.stop);
 
     const apiKeys = await seedApiKeys(DynamoDBDocumentClient.from(client), tables.payments, env.LOCAL_API_KEYS);
+    // The double-tap demo page (local only): its own demo account, and routes on the API's origin.
+    const demo = await prepareDemo({
+      apiKeys: new ApiKeys(DynamoDBDocumentClient.from(client), tables.payments),
+      processorUrl: env.PROCESSOR_URL,
+    });
 
     // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
     env.POWERTOOLS_METRICS_DISABLED ??= 'true';
     // Handlers read their configuration at import (cold start), so the environment is set first.
     Object.assign(process.env, env);
-    const api = await startApi(apiPort, env, log);
+    const api = await startApi(apiPort, env, log, demo.routes);
     stoppers.push(() => api.close());
     const consumer = await startConsumer(queues, env, log);
     stoppers.push(() => consumer.stop());
 
     return {
       apiUrl: api.url,
+      demoUrl: `${api.url}/`,
       processorUrl: env.PROCESSOR_URL,
       sqsEndpoint: queues.endpoint,
       settlementQueue: queues.settlement,
@@ -169,7 +178,7 @@ async function startConsumer(queues: Queues, env: Env, log: LocalLog): Promise<S
   });
 }
 
-async function startApi(port: number, env: Env, log: LocalLog): Promise<ApiGateway> {
+async function startApi(port: number, env: Env, log: LocalLog, localRoutes: readonly Route[]): Promise<ApiGateway> {
   const [create, get, authorizer, webhook] = await Promise.all([
     import('../../functions/payments-create'),
     import('../../functions/payments-get'),
@@ -183,6 +192,7 @@ async function startApi(port: number, env: Env, log: LocalLog): Promise<ApiGatew
     { method: 'GET', resource: '/payments/{id}', handler: asProxyHandler(get.handler), authorizer: auth, timeoutMs },
     // No authorizer: the processor authenticates with its HMAC signature, checked in the handler.
     { method: 'POST', resource: '/webhooks/processor', handler: asProxyHandler(webhook.handler), timeoutMs },
+    ...localRoutes,
   ];
   return startApiGateway({
     port,
