@@ -1,6 +1,6 @@
 /**
  * Jest runs TypeScript through @swc/jest (no type-checking here: `npm run typecheck` does that).
- * middy is ESM-only: let swc transform it and point jest at its entry file.
+ * middy and ky are ESM-only: let swc transform them (and point jest at middy's entry file).
  * @type {import('jest').Config}
  */
 module.exports = {
@@ -8,7 +8,7 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(t|j)s$': ['@swc/jest'] },
-  transformIgnorePatterns: ['/node_modules/(?!(@middy|@redocly)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@middy|@redocly|ky)/)'],
   moduleNameMapper: { '^@middy/([^/]+)$': '<rootDir>/node_modules/@middy/$1/index.js' },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

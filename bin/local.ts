@@ -20,6 +20,7 @@ async function main(): Promise<void> {
       dynamoDbEndpoint: stack.dynamoDbEndpoint,
       sqsEndpoint: stack.sqsEndpoint,
       settlementQueueUrl: stack.settlementQueue.queueUrl,
+      demoUrl: stack.demoUrl,
       tables: stack.tables,
       apiKeys: stack.apiKeys,
     }),

@@ -21,6 +21,8 @@ export interface BannerFacts {
   readonly dynamoDbEndpoint: string;
   readonly sqsEndpoint: string;
   readonly settlementQueueUrl: string;
+  /** The double-tap demo page. */
+  readonly demoUrl: string;
   readonly tables: { readonly idempotency: string; readonly payments: string };
   readonly apiKeys: readonly { readonly apiKey: string; readonly accountId: string }[];
 }
@@ -40,6 +42,7 @@ export function banner(facts: BannerFacts): string {
   return [
     '',
     `API listening on ${facts.apiUrl}`,
+    `  demo page          ${facts.demoUrl}  (double tap: one key per payment, or one per request)`,
     `  OpenAPI            ${facts.apiUrl}/openapi.json`,
     `  sandbox processor  ${facts.processorUrl}  (GET /charges lists every charge; test cards and faults: README)`,
     `  DynamoDB           ${facts.dynamoDbEndpoint}  tables ${facts.tables.idempotency}, ${facts.tables.payments}`,

@@ -11,6 +11,7 @@ import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ensureTable } from '../tables/ensure';
 import { type Timings, timingViolations } from '../timing/timing';
 import { type ApiGateway, type ProxyHandler, type Route, startApiGateway } from './api-gateway';
+import { prepareDemo } from './demo';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { freePort } from './free-port';
 import { consoleLog, type LocalLog } from './log';
@@ -49,6 +50,8 @@ export interface LocalStack {
   readonly sqsEndpoint: string;
   readonly settlementQueue: QueueWithDlq;
   readonly dynamoDbEndpoint: string;
+  /** The double-tap demo page (lib/local/demo): `${apiUrl}/`. */
+  readonly demoUrl: string;
   /** API keys seeded at start: the ones given in LOCAL_API_KEYS, or two generated demo accounts. */
   readonly apiKeys: readonly { apiKey: string; accountId: string }[];
   readonly tables: { readonly idempotency: string; readonly payments: string };
@@ -119,12 +122,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     stoppers.push(queues.stop);
 
     const apiKeys = await seedApiKeys(DynamoDBDocumentClient.from(client), tables.payments, env.LOCAL_API_KEYS);
+    // The double-tap demo page (local only): its own demo account, and routes on the API's origin.
+    const demo = await prepareDemo({
+      apiKeys: new ApiKeys(DynamoDBDocumentClient.from(client), tables.payments),
+      processorUrl: env.PROCESSOR_URL,
+    });
 
     // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
     env.POWERTOOLS_METRICS_DISABLED ??= 'true';
     // Handlers read their configuration at import (cold start), so the environment is set first.
     Object.assign(process.env, env);
-    const api = await startApi(port, env, log);
+    const api = await startApi(port, env, log, demo.routes);
     stoppers.push(() => api.close());
     const consumer = await startConsumer(queues, env, log);
     stoppers.push(() => consumer.stop());
@@ -133,6 +141,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     return {
       apiUrl: api.url,
+      demoUrl: `${api.url}/`,
       processorUrl: env.PROCESSOR_URL,
       sqsEndpoint: queues.endpoint,
       settlementQueue: queues.settlement,
@@ -238,7 +247,7 @@ async function startConsumer(queues: Queues, env: Env, log: LocalLog): Promise<S
   });
 }
 
-async function startApi(port: number, env: Env, log: LocalLog): Promise<ApiGateway> {
+async function startApi(port: number, env: Env, log: LocalLog, localRoutes: readonly Route[]): Promise<ApiGateway> {
   const [create, get, authorizer, webhook] = await Promise.all([
     import('../../functions/payments-create'),
     import('../../functions/payments-get'),
@@ -253,6 +262,7 @@ async function startApi(port: number, env: Env, log: LocalLog): Promise<ApiGatew
     // No authorizer: the processor authenticates with its HMAC signature, checked in the handler.
     { method: 'POST', resource: '/webhooks/processor', handler: asProxyHandler(webhook.handler), timeoutMs },
     openApiRoute(`http://127.0.0.1:${port}`),
+    ...localRoutes,
   ];
   return startApiGateway({
     port,

@@ -1,0 +1,105 @@
+/**
+ * What the client hands back. Expected outcomes are values, not exceptions: a decline, a key reused with another
+ * body, a processor that stayed down, a deadline that passed. Each carries the key it was sent under and every
+ * attempt made, so a caller can log exactly what happened and send the same operation again later.
+ */
+
+/** `POST /payments` body. */
+export interface NewPayment {
+  /** In minor units (cents). */
+  readonly amount: number;
+  /** Lower-case ISO 4217, e.g. `usd`. */
+  readonly currency: string;
+  readonly source: string;
+  readonly description?: string;
+}
+
+/** A payment as the API returns it. */
+export interface Payment {
+  readonly id: string;
+  readonly amount: number;
+  readonly currency: string;
+  readonly source: string;
+  readonly description: string | null;
+  readonly status: string;
+  readonly charge_id: string;
+  readonly created_at: string;
+  readonly settled_at: string | null;
+}
+
+/** An RFC 9457 problem, as the API sends it (`application/problem+json`), extensions included. */
+export interface Problem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail?: string;
+  readonly [extension: string]: unknown;
+}
+
+/** Why an attempt got no HTTP answer. */
+export const AttemptError = {
+  /** The connection failed or dropped: the request may or may not have been processed. */
+  network: 'network',
+  /** The attempt outlived `attemptTimeoutMs`. */
+  timeout: 'timeout',
+  /** The operation's `deadlineMs` passed. */
+  deadline: 'deadline',
+  /** The caller's `AbortSignal` fired. */
+  aborted: 'aborted',
+} as const;
+export type AttemptError = (typeof AttemptError)[keyof typeof AttemptError];
+
+/** One send of the operation, as it went over the wire. */
+export type Attempt = {
+  /** 1 for the first send. */
+  readonly number: number;
+  /** How long the client waited between the previous attempt's end and this one's start (0 for the first). */
+  readonly waitedMs: number;
+  /** From sending to the whole response read (or to the failure). */
+  readonly durationMs: number;
+} & (
+  | {
+      readonly kind: 'response';
+      readonly status: number;
+      /** `Idempotent-Replayed: true`: the stored answer of an earlier attempt; nothing ran again. */
+      readonly replayed: boolean;
+      /** The `Retry-After` header as sent, when the server sent a usable one. */
+      readonly retryAfter: string | null;
+      /** The problem's `type`, for an `application/problem+json` answer. */
+      readonly problemType: string | null;
+    }
+  | { readonly kind: 'error'; readonly error: AttemptError }
+);
+
+interface Sent {
+  /** The key every attempt carried; keep it to send the same operation again. */
+  readonly idempotencyKey: string;
+  readonly attempts: readonly Attempt[];
+}
+
+export type PaymentResult =
+  | (Sent & {
+      readonly kind: 'success';
+      readonly status: number;
+      readonly payment: Payment;
+      /** The server answered from its record of an earlier attempt with this key (`Idempotent-Replayed`). */
+      readonly replayed: boolean;
+    })
+  | (Sent & {
+      readonly kind: 'problem';
+      readonly status: number;
+      readonly problem: Problem;
+      /**
+       * True when the client would have retried but ran out of attempts: the operation is not done, and sending it
+       * again later with the same key is safe. False for a final answer (400, 401, 402, 404, 422, ...).
+       */
+      readonly retryable: boolean;
+    })
+  | (Sent & {
+      /**
+       * The last attempt got no answer (network, timeout), or the deadline or the caller stopped the client. The
+       * payment may or may not exist: send the same operation again, with the same key, to find out.
+       */
+      readonly kind: 'no-answer';
+      readonly reason: AttemptError;
+    });

@@ -1,0 +1,350 @@
+import {
+  type Attempt,
+  type PaymentResult,
+  PaymentsClient,
+  type PaymentsClientOptions,
+  ProblemType,
+  type RetryPolicy,
+} from '../../lib/client';
+import {
+  card,
+  created,
+  idempotencyKeys,
+  inFlight,
+  payment,
+  problem,
+  type Step,
+  scriptedFetch,
+  unavailable,
+} from './scripted-fetch';
+
+/**
+ * The client against a scripted fetch, on jest's fake clock: every wait is exact, so a test can say that the client
+ * waited 2000 ms, not "at least about 2 s". Promise and stream internals keep the real event loop.
+ */
+const START = Date.UTC(2026, 0, 1, 12, 0, 0); // on a whole second, so an HTTP-date Retry-After is exact
+
+beforeEach(() => {
+  jest.useFakeTimers({ now: START, doNotFake: ['nextTick', 'queueMicrotask', 'setImmediate'] });
+});
+afterEach(() => {
+  jest.useRealTimers();
+});
+
+function clientFor(
+  steps: readonly Step[],
+  options: Partial<PaymentsClientOptions> & { retry?: Partial<RetryPolicy> } = {},
+) {
+  const scripted = scriptedFetch(steps);
+  const client = new PaymentsClient({
+    baseUrl: 'http://127.0.0.1:3000',
+    apiKey: 'sk_test_unit',
+    fetch: scripted.fetch,
+    random: () => 0.5,
+    ...options,
+  });
+  return { client, requests: scripted.requests };
+}
+
+/** Lets fake time pass until the operation settles; the client never rejects, so this never hides an error. */
+async function settle(pending: Promise<PaymentResult>): Promise<PaymentResult & { elapsedMs: number }> {
+  let settledAt: number | undefined;
+  void pending.then(() => {
+    settledAt = Date.now();
+  });
+  while (settledAt === undefined) await jest.advanceTimersByTimeAsync(25);
+  return { ...(await pending), elapsedMs: settledAt - START };
+}
+
+const waits = (attempts: readonly Attempt[]) => attempts.map((attempt) => attempt.waitedMs);
+const statuses = (attempts: readonly Attempt[]) =>
+  attempts.map((attempt) => (attempt.kind === 'response' ? attempt.status : attempt.error));
+
+describe('PaymentsClient', () => {
+  describe('preparePayment', () => {
+    it('fixes a generated key before anything is sent', () => {
+      const { client, requests } = clientFor([]);
+      const operation = client.preparePayment(card);
+      expect(operation.idempotencyKey).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(client.preparePayment(card).idempotencyKey).not.toBe(operation.idempotencyKey);
+      expect(requests).toHaveLength(0);
+    });
+
+    it("sends the caller's own key, e.g. an order id it stored", async () => {
+      const { client, requests } = clientFor([created()]);
+      const operation = client.preparePayment(card, { idempotencyKey: 'order-42' });
+      expect(operation.idempotencyKey).toBe('order-42');
+      await settle(operation.send());
+      expect(idempotencyKeys(requests)).toEqual(['order-42']);
+    });
+
+    it('refuses a key the server would refuse, before sending anything', () => {
+      const { client, requests } = clientFor([]);
+      expect(() => client.preparePayment(card, { idempotencyKey: 'order 42' })).toThrow(TypeError);
+      expect(() => client.preparePayment(card, { idempotencyKey: '' })).toThrow(TypeError);
+      expect(() => client.preparePayment(card, { idempotencyKey: 'k'.repeat(256) })).toThrow(TypeError);
+      expect(requests).toHaveLength(0);
+    });
+  });
+
+  describe('send', () => {
+    it('returns the created payment after one attempt, with the key, the API key and the JSON body', async () => {
+      const { client, requests } = clientFor([created()]);
+      const operation = client.preparePayment(card);
+      const result = await settle(operation.send());
+      expect(result).toMatchObject({ kind: 'success', status: 201, payment, replayed: false });
+      expect(result.idempotencyKey).toBe(operation.idempotencyKey);
+      expect(result.attempts).toEqual([
+        {
+          number: 1,
+          waitedMs: 0,
+          durationMs: 0,
+          kind: 'response',
+          status: 201,
+          replayed: false,
+          retryAfter: null,
+          problemType: null,
+        },
+      ]);
+      const [request] = requests;
+      expect(request?.method).toBe('POST');
+      expect(request?.url).toBe('http://127.0.0.1:3000/payments');
+      expect(request?.headers.get('authorization')).toBe('Bearer sk_test_unit');
+      expect(request?.headers.get('idempotency-key')).toBe(operation.idempotencyKey);
+      expect(request?.headers.get('content-type')).toBe('application/json');
+      expect(await request?.json()).toEqual(card);
+    });
+
+    it("keeps the base URL's path, as a deployed stage's URL has one", async () => {
+      const { client, requests } = clientFor([created()], { baseUrl: 'https://api.example.com/prod' });
+      await settle(client.preparePayment(card).send());
+      expect(requests[0]?.url).toBe('https://api.example.com/prod/payments');
+    });
+
+    it('reports Idempotent-Replayed: true as a replay', async () => {
+      const { client } = clientFor([created({ replayed: true })]);
+      expect(await settle(client.preparePayment(card).send())).toMatchObject({ kind: 'success', replayed: true });
+    });
+
+    it('sends every retry with the same key and the same body', async () => {
+      const { client, requests } = clientFor([
+        'network-error',
+        unavailable(503),
+        inFlight(),
+        created({ replayed: true }),
+      ]);
+      const operation = client.preparePayment(card);
+      const result = await settle(operation.send());
+      expect(result.kind).toBe('success');
+      expect(idempotencyKeys(requests)).toEqual(Array(4).fill(operation.idempotencyKey));
+      for (const request of requests) expect(await request.json()).toEqual(card);
+    });
+
+    it('is the same operation on a second send: same key, and the server replays', async () => {
+      const { client, requests } = clientFor([created(), created({ replayed: true })]);
+      const operation = client.preparePayment(card);
+      await settle(operation.send());
+      expect(await settle(operation.send())).toMatchObject({ kind: 'success', replayed: true });
+      expect(idempotencyKeys(requests)).toEqual([operation.idempotencyKey, operation.idempotencyKey]);
+    });
+  });
+
+  describe('what is retried', () => {
+    it.each([
+      ['409 request-in-flight', inFlight],
+      ['429', () => problem(429, 'about:blank')],
+      ['502', () => unavailable(502)],
+      ['503', () => unavailable(503)],
+      ['504', () => unavailable(504)],
+    ])('retries a %s with the same key', async (_name, answer) => {
+      const { client, requests } = clientFor([answer(), created()]);
+      const result = await settle(client.preparePayment(card).send());
+      expect(result.kind).toBe('success');
+      expect(requests).toHaveLength(2);
+    });
+
+    it.each([
+      [400, ProblemType.invalidBody],
+      [401, 'about:blank'],
+      [402, ProblemType.cardDeclined],
+      [404, 'about:blank'],
+      [422, ProblemType.idempotencyKeyReused],
+    ])('returns a %i at once, as its problem, without retrying', async (status, type) => {
+      const { client, requests } = clientFor([problem(status, type, {}, { decline_code: 'card_declined' })]);
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'problem', status, retryable: false, elapsedMs: 0 });
+      if (result.kind === 'problem')
+        expect(result.problem).toMatchObject({ type, status, decline_code: 'card_declined' });
+      expect(requests).toHaveLength(1);
+    });
+
+    it('does not retry a 409 that is not request-in-flight', async () => {
+      const { client, requests } = clientFor([
+        problem(409, 'https://example.com/problems/conflict', { 'Retry-After': '1' }),
+      ]);
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'problem', status: 409, retryable: false });
+      expect(requests).toHaveLength(1);
+    });
+
+    it('retries a network error and an attempt that outlives attemptTimeoutMs', async () => {
+      const { client } = clientFor(['network-error', 'hang', created()], { retry: { attemptTimeoutMs: 3000 } });
+      const result = await settle(client.preparePayment(card).send());
+      expect(result.kind).toBe('success');
+      expect(statuses(result.attempts)).toEqual(['network', 'timeout', 201]);
+      expect(result.attempts[1]?.durationMs).toBe(3000);
+    });
+
+    it('gives up after maxAttempts with the last problem, marked retryable', async () => {
+      const { client, requests } = clientFor([unavailable(503), unavailable(503), unavailable(502)], {
+        retry: { maxAttempts: 3 },
+      });
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'problem', status: 502, retryable: true });
+      expect(requests).toHaveLength(3);
+    });
+
+    it('gives up after maxAttempts of network errors with no answer', async () => {
+      const { client } = clientFor(['network-error', 'network-error'], { retry: { maxAttempts: 2 } });
+      expect(await settle(client.preparePayment(card).send())).toMatchObject({ kind: 'no-answer', reason: 'network' });
+    });
+
+    it("turns an error page that isn't problem+json into a minimal problem", async () => {
+      const { client } = clientFor([new Response('<h1>Not here</h1>', { status: 404, statusText: 'Not Found' })]);
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({
+        kind: 'problem',
+        problem: { type: 'about:blank', title: 'Not Found', status: 404 },
+      });
+    });
+  });
+
+  describe('how long it waits', () => {
+    it('waits the seconds a Retry-After gives, exactly: no jitter', async () => {
+      const { client } = clientFor([unavailable(503, { 'Retry-After': '2' }), inFlight('1'), created()]);
+      const result = await settle(client.preparePayment(card).send());
+      expect(waits(result.attempts)).toEqual([0, 2000, 1000]);
+      expect(result.attempts[0]).toMatchObject({ retryAfter: '2', problemType: ProblemType.processorUnavailable });
+    });
+
+    it('waits until the HTTP-date a Retry-After gives', async () => {
+      const at = new Date(START + 3000).toUTCString();
+      const { client } = clientFor([unavailable(503, { 'Retry-After': at }), created()]);
+      const result = await settle(client.preparePayment(card).send());
+      expect(waits(result.attempts)).toEqual([0, 3000]);
+      expect(result.attempts[0]).toMatchObject({ retryAfter: at });
+    });
+
+    it('honours a Retry-After longer than its own backoff cap', async () => {
+      const { client } = clientFor([unavailable(503, { 'Retry-After': '5' }), created()], {
+        retry: { maxDelayMs: 1000 },
+      });
+      expect(waits((await settle(client.preparePayment(card).send())).attempts)).toEqual([0, 5000]);
+    });
+
+    it('ignores an unusable Retry-After and backs off instead', async () => {
+      const { client } = clientFor([unavailable(503, { 'Retry-After': 'soon' }), created()], {
+        retry: { baseDelayMs: 400 },
+      });
+      const result = await settle(client.preparePayment(card).send());
+      expect(waits(result.attempts)).toEqual([0, 200]); // random 0.5 of the first ceiling, 400
+      expect(result.attempts[0]).toMatchObject({ retryAfter: null });
+    });
+
+    it('backs off with full jitter without a Retry-After: a random share of a doubling, capped ceiling', async () => {
+      const draws = [0.5, 0.25, 0.999, 0.1];
+      const { client } = clientFor(['network-error', 'network-error', 'network-error', 'network-error', created()], {
+        random: () => draws.shift() ?? 0,
+        retry: { baseDelayMs: 1000, maxDelayMs: 3000 },
+      });
+      const result = await settle(client.preparePayment(card).send());
+      // ceilings 1000, 2000, 4000 -> capped 3000, 8000 -> capped 3000
+      expect(waits(result.attempts)).toEqual([0, 500, 500, 2997, 300]);
+    });
+  });
+
+  describe('deadline', () => {
+    it('stops at the deadline in the middle of a Retry-After wait, without another attempt', async () => {
+      const { client, requests } = clientFor([unavailable(503, { 'Retry-After': '30' })], {
+        retry: { deadlineMs: 5000 },
+      });
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'no-answer', reason: 'deadline', elapsedMs: 5000 });
+      expect(statuses(result.attempts)).toEqual([503]);
+      expect(requests).toHaveLength(1);
+    });
+
+    it('stops at the deadline in the middle of a slow attempt, and cancels it', async () => {
+      const { client, requests } = clientFor(['hang'], { retry: { deadlineMs: 2000, attemptTimeoutMs: 10_000 } });
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'no-answer', reason: 'deadline', elapsedMs: 2000 });
+      expect(statuses(result.attempts)).toEqual(['deadline']);
+      expect(requests[0]?.signal.aborted).toBe(true);
+    });
+
+    it('leaves no timer behind once the operation is over', async () => {
+      const { client } = clientFor([created()]);
+      await settle(client.preparePayment(card).send());
+      expect(jest.getTimerCount()).toBe(0);
+    });
+  });
+
+  describe('abort', () => {
+    it('stops during a wait when the caller aborts, without another attempt', async () => {
+      const { client, requests } = clientFor([unavailable(503, { 'Retry-After': '10' })]);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 1000);
+      const result = await settle(client.preparePayment(card).send({ signal: controller.signal }));
+      expect(result).toMatchObject({ kind: 'no-answer', reason: 'aborted', elapsedMs: 1000 });
+      expect(requests).toHaveLength(1);
+    });
+
+    it('cancels the attempt in flight when the caller aborts', async () => {
+      const { client, requests } = clientFor(['hang']);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 700);
+      const result = await settle(client.preparePayment(card).send({ signal: controller.signal }));
+      expect(result).toMatchObject({ kind: 'no-answer', reason: 'aborted', elapsedMs: 700 });
+      expect(statuses(result.attempts)).toEqual(['aborted']);
+      expect(requests[0]?.signal.aborted).toBe(true);
+    });
+
+    it('sends nothing for a signal that is already aborted', async () => {
+      const { client, requests } = clientFor([created()]);
+      const result = await settle(client.preparePayment(card).send({ signal: AbortSignal.abort() }));
+      expect(result).toMatchObject({ kind: 'no-answer', reason: 'aborted', attempts: [] });
+      expect(requests).toHaveLength(0);
+    });
+  });
+
+  describe('onAttempt', () => {
+    it('is told of each attempt as it ends', async () => {
+      const { client } = clientFor([inFlight('1'), created({ replayed: true })]);
+      const seen: Attempt[] = [];
+      const result = await settle(client.preparePayment(card).send({ onAttempt: (attempt) => seen.push(attempt) }));
+      expect(seen).toEqual(result.attempts);
+      expect(seen.map((attempt) => attempt.kind === 'response' && attempt.replayed)).toEqual([false, true]);
+    });
+
+    it('cannot turn a success into a retry by throwing', async () => {
+      const { client, requests } = clientFor([created()]);
+      const throwing = () => {
+        throw new Error('a logging bug');
+      };
+      expect(await settle(client.preparePayment(card).send({ onAttempt: throwing }))).toMatchObject({
+        kind: 'success',
+      });
+      expect(requests).toHaveLength(1);
+    });
+  });
+
+  describe('options', () => {
+    it('refuses a policy that cannot work, and a missing API key', () => {
+      const base = { baseUrl: 'http://127.0.0.1:3000', apiKey: 'sk_test' };
+      expect(() => new PaymentsClient({ ...base, retry: { maxAttempts: 0 } })).toThrow(RangeError);
+      expect(() => new PaymentsClient({ ...base, retry: { maxAttempts: 1.5 } })).toThrow(RangeError);
+      expect(() => new PaymentsClient({ ...base, retry: { deadlineMs: Number.NaN } })).toThrow(RangeError);
+      expect(() => new PaymentsClient({ ...base, apiKey: '' })).toThrow(TypeError);
+    });
+  });
+});

@@ -1,0 +1,97 @@
+import { type ApiGateway, startApiGateway } from '../../../lib/local/api-gateway';
+import { buildPageAssets } from '../../../lib/local/demo/page-assets';
+import { ProcessorControls } from '../../../lib/local/demo/processor-controls';
+import { demoRoutes } from '../../../lib/local/demo/routes';
+import type { DemoCharges } from '../../../lib/local/demo/wire';
+import { freePort } from '../../../lib/local/free-port';
+import { silentLog } from '../../../lib/local/log';
+import { type Sandbox, startSandbox } from '../../../lib/sandbox/processor';
+import { getJson, newKey, postCharge, visaCharge } from '../../sandbox/client';
+
+/** The demo's local-only routes over real HTTP, on the local gateway, against a real sandbox processor. */
+const config = { accountId: 'acct_demo_test', apiKey: 'sk_test_demo' };
+const assets = { html: '<!doctype html><title>t</title>', css: 'body{}', script: 'export {};' };
+let sandbox: Sandbox;
+let gateway: ApiGateway;
+
+async function demoGateway(processorUrl: string): Promise<ApiGateway> {
+  const routes = demoRoutes({ assets, config, processor: new ProcessorControls(processorUrl) });
+  return startApiGateway({ routes, gatewayResponseFormat: 'problem', log: silentLog });
+}
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+  gateway = await demoGateway(sandbox.url);
+});
+afterAll(async () => {
+  await gateway?.close();
+  await sandbox?.close();
+});
+
+describe('demo routes', () => {
+  it("list the demo account's charges from the processor's ledger, and no one else's", async () => {
+    const mine = await postCharge(sandbox, newKey(), {
+      ...visaCharge,
+      metadata: { account_id: config.accountId, payment_id: 'pay_mine' },
+    });
+    await postCharge(sandbox, newKey(), { ...visaCharge, metadata: { account_id: 'acct_other', payment_id: 'pay_x' } });
+    const listed = await getJson<DemoCharges>(`${gateway.url}/demo/charges`);
+    expect(listed).toEqual({
+      accountId: config.accountId,
+      charges: [
+        {
+          id: (mine.body as { id: string }).id,
+          amount: visaCharge.amount,
+          currency: visaCharge.currency,
+          payment_id: 'pay_mine',
+          created: expect.any(Number),
+        },
+      ],
+    });
+  });
+
+  it('arm exactly one lost processor reply, and disarm it', async () => {
+    expect((await fetch(`${gateway.url}/demo/flaky`, { method: 'POST' })).status).toBe(201);
+    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([
+      { mode: 'drop_after_charge', count: 1, remaining: 1, target: 'charges' },
+    ]);
+    expect((await fetch(`${gateway.url}/demo/flaky`, { method: 'DELETE' })).status).toBe(200);
+    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]);
+  });
+
+  it('hand the page its demo account and key', async () => {
+    expect(await getJson(`${gateway.url}/demo/config`)).toEqual(config);
+  });
+
+  it('serve the page under a policy that lets it load nothing from another origin', async () => {
+    const page = await fetch(`${gateway.url}/`);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toMatch(/^default-src 'self';/);
+    expect(await page.text()).toBe(assets.html);
+    expect((await fetch(`${gateway.url}/demo/app.js`)).headers.get('content-type')).toMatch(/^text\/javascript/);
+  });
+
+  it('answer 502 problem+json, without internals, when the processor does not answer', async () => {
+    const orphan = await demoGateway(`http://127.0.0.1:${await freePort()}`);
+    try {
+      const response = await fetch(`${orphan.url}/demo/charges`);
+      expect(response.status).toBe(502);
+      expect(response.headers.get('content-type')).toBe('application/problem+json');
+      const body = await response.text();
+      expect(JSON.parse(body)).toMatchObject({ title: 'Sandbox processor unreachable', status: 502 });
+      expect(body).not.toMatch(/ECONNREFUSED|fetch failed|at .*\.ts/);
+    } finally {
+      await orphan.close();
+    }
+  });
+});
+
+describe('buildPageAssets', () => {
+  it('bundles the page with the client from lib/client, as an ES module for the browser', async () => {
+    const built = await buildPageAssets();
+    expect(built.html).toContain('<script type="module" src="/demo/app.js">');
+    expect(built.script).toContain('lib/client/payments-client.ts'); // the inline source map names its sources
+    expect(built.script).toContain('Idempotency-Key');
+    expect(built.script).not.toMatch(/\brequire\(/);
+  });
+});
