@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, Validations } from 'aws-cdk-lib';
 import {
   AccessLogField,
   AccessLogFormat,
@@ -88,9 +88,8 @@ export class PaymentsApi extends Construct {
       restApiName: `keystone-payments-${config.name}`,
       description: `Keystone payments API (${config.name})`,
       endpointTypes: [EndpointType.REGIONAL],
-      cloudWatchRole: config.apiGatewayCloudWatchRole,
-      // The role is an account-wide setting that other APIs may rely on: deleting this stack must not unset it.
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      // The account-wide logging role is not this stack's to set: see ApiGatewayAccountStack.
+      cloudWatchRole: false,
       deployOptions: {
         stageName: STAGE_NAME,
         accessLogDestination: new LogGroupLogDestination(accessLogs),
@@ -108,16 +107,6 @@ export class PaymentsApi extends Construct {
       retention: config.logRetention,
       removalPolicy: config.removalPolicy,
     });
-    const cloudWatchRole = this.api.node.tryFindChild('CloudWatchRole');
-    if (cloudWatchRole) {
-      Validations.of(cloudWatchRole).acknowledge({
-        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
-        reason:
-          "API Gateway's account-wide logging role writes execution logs for every REST API in the account and " +
-          'region, to log groups API Gateway names and creates itself; this AWS managed policy is the one AWS ' +
-          'documents for that role and keeps current.',
-      });
-    }
     this.problemResponses();
 
     const validator = this.api.addRequestValidator('Validator', {

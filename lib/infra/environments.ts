@@ -51,11 +51,12 @@ export interface EnvironmentConfig {
   /** WAF rate-based rule: requests per client IP in any 5-minute window before WAF blocks that IP. */
   readonly wafRateLimitPer5Minutes: number;
   /**
-   * API Gateway writes execution logs through one role per account and region. true: this stack sets it (the role is
-   * kept when the stack is deleted, since other APIs may rely on it). false: the account already has it configured;
-   * deploying with execution logging and no such role fails.
+   * API Gateway writes execution logs through one role per account and region, an account-wide setting: a choice per
+   * account, not per stack. 'account-stack': the app builds `Keystone-apigateway-account` (one per account and region,
+   * shared by every environment there) and this environment's stack depends on it. 'existing': the account's role is
+   * managed elsewhere (another team's stack, the console); deploying fails while the account has none.
    */
-  readonly apiGatewayCloudWatchRole: boolean;
+  readonly apiGatewayLoggingRole: 'account-stack' | 'existing';
   readonly alarms: {
     /** Function errors, summed over one period, at or above which the alarm fires. */
     readonly functionErrors: number;
@@ -85,7 +86,7 @@ const shared = {
     queueConsumerSeconds: 30,
     processorMilliseconds: 8_000,
   },
-  apiGatewayCloudWatchRole: true,
+  apiGatewayLoggingRole: 'account-stack',
 } as const satisfies Partial<EnvironmentConfig>;
 
 function tagsFor(name: EnvironmentName): Record<string, string> {
@@ -153,7 +154,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
  * them when it is absent, so that `cdk synth` with no arguments checks every environment.
  *
  * @example
- * selectEnvironments(app.node.tryGetContext('env')).forEach((config) => new PaymentsStack(app, config.stackName, { config }));
+ * for (const config of selectEnvironments(app.node.tryGetContext('env'))) new PaymentsStack(app, config.stackName, { config });
  */
 export function selectEnvironments(requested: unknown): EnvironmentConfig[] {
   if (requested === undefined || requested === null || requested === '') {

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { CDK_JSON_CONTEXT, type SynthesizedApp, synthesize, TESTED_ENVIRONMENTS } from './synth';
 
