@@ -7,6 +7,7 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { EnvironmentConfig } from './environments';
 import type { FunctionSpec } from './functions';
+import { localEsbuildVersion } from './local-esbuild';
 import { functionTimeoutSeconds } from './timing';
 
 /** Every function's runtime; esbuild's target follows from it (node22). */
@@ -59,6 +60,8 @@ export class ServiceFunction extends Construct {
 
   constructor(scope: Construct, id: string, { spec, config, environment }: ServiceFunctionProps) {
     super(scope, id);
+    // Before NodejsFunction, which would otherwise fall back to bundling in Docker.
+    localEsbuildVersion(PROJECT_ROOT);
     this.logGroup = new LogGroup(this, 'Logs', {
       retention: config.logRetention,
       removalPolicy: config.removalPolicy,
