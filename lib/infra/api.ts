@@ -69,11 +69,20 @@ const ACCESS_LOG_FIELDS = {
 };
 
 /**
+ * What API Gateway checks in the Authorization header before it invokes the TOKEN authorizer: the shape the
+ * authorizer function itself parses (`Bearer <key>`, any case, printable ASCII key). A header of any other shape gets
+ * 401 without a Lambda invocation. (Anchored: API Gateway matches it against the whole header.)
+ */
+export const AUTHORIZATION_HEADER_PATTERN = '^[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+[!-~]+$';
+
+/**
  * The payments REST API: one method per route, each a Lambda proxy integration.
  *
- * Why a REST API and not an HTTP API: a Lambda TOKEN authorizer whose result API Gateway caches per key, per-method
- * throttling and per-client usage plans (an HTTP API has neither), request validation before a function runs, and
- * WAF. Access logs are JSON in CloudWatch; execution logs record errors only, never bodies (they hold payment data).
+ * Why a REST API and not an HTTP API: a Lambda TOKEN authorizer whose result API Gateway caches per key, request
+ * validation before a function runs, WAF, and gateway responses shaped as problem+json. There are no usage plans:
+ * per-client limits are WAF's per-API-key rate rule (see firewall.ts), which needs no API Gateway API key kept in
+ * step with every merchant's key. Access logs are JSON in CloudWatch; execution logs record errors only, never
+ * bodies (they hold payment data).
  */
 export class PaymentsApi extends Construct {
   readonly api: RestApi;
@@ -122,8 +131,10 @@ export class PaymentsApi extends Construct {
       ? new TokenAuthorizer(this, 'TokenAuthorizer', {
           handler: authorizer,
           identitySource: IdentitySource.header('Authorization'),
-          // Cached per key: a key's account does not change between requests, and this saves a DynamoDB read.
-          resultsCacheTtl: Duration.minutes(5),
+          validationRegex: AUTHORIZATION_HEADER_PATTERN,
+          // Cached per key: a key's account does not change between requests, and this saves an invocation and a
+          // DynamoDB read. The price: a revoked key keeps working until its cached answer expires.
+          resultsCacheTtl: Duration.seconds(config.authorizer.cacheSeconds),
         })
       : undefined;
 

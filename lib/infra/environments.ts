@@ -5,6 +5,8 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
 export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
 
+export type FirewallAction = 'count' | 'block';
+
 /**
  * Everything that differs between environments, in one place. Durations are plain seconds so that the timing
  * invariants (see `timing.ts`) can be checked, and tested, without synthesizing anything.
@@ -48,8 +50,43 @@ export interface EnvironmentConfig {
   };
   /** Stage-wide API Gateway throttling (token bucket: steady requests per second, and burst). */
   readonly throttling: { readonly rateLimit: number; readonly burstLimit: number };
-  /** WAF rate-based rule: requests per client IP in any 5-minute window before WAF blocks that IP. */
-  readonly wafRateLimitPer5Minutes: number;
+  /**
+   * WAF rate-based rules, in WAF's unit: requests in any 5-minute window (200 requests per second = 60,000).
+   * `count` only counts (the rule's CloudWatch metric shows who would have been blocked): how a new rule starts in an
+   * environment with real traffic, before it is switched to `block`.
+   */
+  readonly firewall: {
+    /**
+     * Per API key (the Authorization header), on the token-authorized routes: one merchant's share of the stage, so
+     * a runaway client is blocked before the stage throttle slows every merchant down. A merchant is one key however
+     * many machines or egress IPs it sends from.
+     */
+    readonly perApiKey: { readonly limitPer5Minutes: number; readonly action: FirewallAction };
+    /**
+     * Per client IP, across keys (and requests with no key at all, which the per-key rule cannot count). It must
+     * allow at least the stage's own rate: one egress IP may carry a merchant's whole traffic.
+     */
+    readonly perIp: { readonly limitPer5Minutes: number; readonly action: FirewallAction };
+  };
+  readonly authorizer: {
+    /**
+     * How long API Gateway caches the TOKEN authorizer's answer per Authorization header: a revoked key keeps working
+     * for up to this long. 0 turns the cache off (every request invokes the authorizer). At most 3600.
+     */
+    readonly cacheSeconds: number;
+  };
+  readonly concurrency: {
+    /**
+     * The settlement event source's maximum concurrency (2 to 1000): a backlog drains at this many concurrent
+     * consumers and can never take the concurrency the API's functions need.
+     */
+    readonly settlementMaxConcurrency: number;
+    /**
+     * Reserved concurrency per function id: guaranteed to it, and its ceiling. Reserving needs an account limit of at
+     * least the sum plus 100 (new accounts may start at 10), so only environments in sized accounts reserve.
+     */
+    readonly reserved: Readonly<Record<string, number>>;
+  };
   /**
    * API Gateway writes execution logs through one role per account and region, an account-wide setting: a choice per
    * account, not per stack. 'account-stack': the app builds `Keystone-apigateway-account` (one per account and region,
@@ -106,7 +143,13 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     logLevel: 'DEBUG',
     tracing: false,
     throttling: { rateLimit: 10, burstLimit: 20 },
-    wafRateLimitPer5Minutes: 500,
+    firewall: {
+      perApiKey: { limitPer5Minutes: 1_500, action: 'block' },
+      perIp: { limitPer5Minutes: 3_000, action: 'block' },
+    },
+    // No cache: a key revoked in dev stops working at once.
+    authorizer: { cacheSeconds: 0 },
+    concurrency: { settlementMaxConcurrency: 2, reserved: {} },
     alarms: { functionErrors: 5, functionThrottles: 5, api5xx: 5, periodMinutes: 5 },
     processorUrl: 'https://processor.dev.example.com',
     mailerUrl: 'https://mailer.dev.example.com',
@@ -122,7 +165,13 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     logRetention: RetentionDays.ONE_MONTH,
     tracing: true,
     throttling: { rateLimit: 50, burstLimit: 100 },
-    wafRateLimitPer5Minutes: 1_000,
+    // Both rules block here, as they will in prod: staging is where blocking is tried first.
+    firewall: {
+      perApiKey: { limitPer5Minutes: 7_500, action: 'block' },
+      perIp: { limitPer5Minutes: 15_000, action: 'block' },
+    },
+    authorizer: { cacheSeconds: 60 },
+    concurrency: { settlementMaxConcurrency: 2, reserved: {} },
     alarms: { functionErrors: 3, functionThrottles: 1, api5xx: 3, periodMinutes: 5 },
     processorUrl: 'https://processor.staging.example.com',
     mailerUrl: 'https://mailer.staging.example.com',
@@ -139,7 +188,19 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     logRetention: RetentionDays.ONE_YEAR,
     tracing: true,
     throttling: { rateLimit: 200, burstLimit: 400 },
-    wafRateLimitPer5Minutes: 5_000,
+    firewall: {
+      // New: counted, not blocked, until its metric shows that no merchant's normal traffic reaches 100 rps.
+      perApiKey: { limitPer5Minutes: 30_000, action: 'count' },
+      // The stage's 200 rps: an IP is blocked only where API Gateway would throttle it anyway.
+      perIp: { limitPer5Minutes: 60_000, action: 'block' },
+    },
+    authorizer: { cacheSeconds: 60 },
+    concurrency: {
+      settlementMaxConcurrency: 10,
+      // Every request needs the authorizer; the payments function gets the stage's burst (400 rps for about a
+      // second each), and no more: a slow processor then throttles it instead of starving everything else.
+      reserved: { Authorizer: 50, PaymentsCreate: 400 },
+    },
     alarms: { functionErrors: 1, functionThrottles: 1, api5xx: 1, periodMinutes: 5 },
     // Placeholder: set the on-call address (the subscription waits for its confirmation e-mail).
     alarmEmail: 'payments-oncall@example.com',

@@ -26,6 +26,8 @@ export type FunctionTrigger =
       readonly authorization: RouteAuthorization;
       /** API Gateway rejects a body that is not a JSON object before the function runs. */
       readonly jsonObjectBody?: boolean;
+      /** Why WAF's per-IP rate limit must leave this route alone (the stage throttle still applies). */
+      readonly exemptFromIpRateLimit?: string;
     }
   | { readonly kind: 'authorizer' }
   | { readonly kind: 'settlement-queue'; readonly batchSize: number };
@@ -121,6 +123,9 @@ export const serviceFunctions: readonly FunctionSpec[] = [
           'The payment processor calls this route and cannot present our API keys; the function authenticates ' +
           'every request by its HMAC signature (key in Secrets Manager) before acting on it.',
       },
+      exemptFromIpRateLimit:
+        'The processor delivers webhooks in bursts from a few addresses (a backlog replays all at once); they are ' +
+        'authenticated by signature and throttled by the stage.',
     },
     tables: [{ table: idempotencyTable, actions: ENGINE_ACTIONS }],
     sendsSettlements: true,

@@ -8,6 +8,7 @@ import { PaymentsApi } from './api';
 import type { EnvironmentConfig } from './environments';
 import { ApiFirewall } from './firewall';
 import { FunctionEnv, type FunctionSpec, serviceFunctions } from './functions';
+import { assertLimits } from './limits';
 import { ServiceFunction } from './service-function';
 import { SettlementQueue } from './settlement-queue';
 import { DataTables } from './tables';
@@ -34,6 +35,7 @@ export class PaymentsStack extends Stack {
   constructor(scope: Construct, id: string, props: PaymentsStackProps) {
     const { config, functions: specs = serviceFunctions, ...stackProps } = props;
     assertTiming(config, specs);
+    assertLimits(config, specs);
     super(scope, id, {
       stackName: config.stackName,
       description: `Keystone payments service (${config.name})`,
@@ -79,7 +81,13 @@ export class PaymentsStack extends Stack {
       ),
       authorizer: authorizers[0] && this.fn(authorizers[0]),
     });
-    new ApiFirewall(this, 'Firewall', { stage: this.api.api.deploymentStage, config });
+    new ApiFirewall(this, 'Firewall', {
+      stage: this.api.api.deploymentStage,
+      config,
+      exemptFromIpLimit: specs.flatMap(({ trigger }) =>
+        trigger.kind === 'route' && trigger.exemptFromIpRateLimit ? [trigger] : [],
+      ),
+    });
 
     for (const spec of specs) {
       if (spec.trigger.kind !== 'settlement-queue') continue;
@@ -88,6 +96,9 @@ export class PaymentsStack extends Stack {
           batchSize: spec.trigger.batchSize,
           // A failed message is retried alone; the rest of the batch is deleted, not reprocessed.
           reportBatchItemFailures: true,
+          // A backlog drains at this pace and leaves the account's concurrency to the API's functions. Messages
+          // beyond it wait in the queue without being received, so they burn no receive count towards the DLQ.
+          maxConcurrency: config.concurrency.settlementMaxConcurrency,
         }),
       );
     }

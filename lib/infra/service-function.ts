@@ -85,6 +85,7 @@ export class ServiceFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       tracing: config.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
+      reservedConcurrentExecutions: config.concurrency.reserved[spec.id],
       environment: { ...LAMBDA_NODE_OPTIONS, ...environment },
       bundling: LAMBDA_BUNDLING,
     });

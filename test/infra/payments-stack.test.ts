@@ -3,6 +3,8 @@ import * as path from 'node:path';
 import type { CfnResource } from 'aws-cdk-lib';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { TTL_ATTRIBUTE } from '../../lib/engine/layout';
+import { AUTHORIZATION_HEADER_PATTERN } from '../../lib/infra/api';
+import { environments } from '../../lib/infra/environments';
 import type { PaymentsStack } from '../../lib/infra/payments-stack';
 import { idempotencyTable, paymentsTable, tableDefinitions } from '../../lib/tables/definitions';
 import { type CfnResourceJson, resourceOf, type SynthesizedApp, synthesize, TESTED_ENVIRONMENTS } from './synth';
@@ -182,6 +184,20 @@ describe('PaymentsStack', () => {
       }
     });
 
+    it('reserves concurrency for the authorizer and the payments function in prod, and for nothing in dev', () => {
+      const reserved = (env: (typeof TESTED_ENVIRONMENTS)[number]) =>
+        Object.fromEntries(
+          FUNCTION_IDS.map((id) => [
+            id,
+            functionResource(synthesized.stacks[env], synthesized.templates[env], id).Properties
+              .ReservedConcurrentExecutions,
+          ]).filter(([, value]) => value !== undefined),
+        );
+      expect(reserved('prod')).toEqual({ Authorizer: 50, PaymentsCreate: 400 });
+      // Dev accounts may start with a concurrency limit of 10, and a reservation there fails the deploy.
+      expect(reserved('dev')).toEqual({});
+    });
+
     it('traces with X-Ray in prod only', () => {
       const { dev, prod } = synthesized.templates;
       prod.allResourcesProperties('AWS::Lambda::Function', { TracingConfig: { Mode: 'Active' } });
@@ -306,6 +322,15 @@ describe('PaymentsStack', () => {
       });
     });
 
+    it("caps the consumers a backlog can take at the environment's maximum concurrency", () => {
+      const maxConcurrency = { dev: 2, prod: 10 };
+      for (const env of TESTED_ENVIRONMENTS) {
+        synthesized.templates[env].hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+          ScalingConfig: { MaximumConcurrency: maxConcurrency[env] },
+        });
+      }
+    });
+
     it('moves a settlement to the dead-letter queue after 5 receives, and keeps it there 14 days', () => {
       each((stack, template) => {
         const queue = resourceOf(template, stack, l1(stack.settlement.queue));
@@ -397,17 +422,41 @@ describe('PaymentsStack', () => {
       });
     });
 
-    it('authorizes the Authorization header through the authorizer function, caching the answer 5 minutes', () => {
-      each((stack, template) => {
+    it('authorizes the Authorization header through the authorizer function, cached as long as the environment says', () => {
+      const cacheSeconds = { dev: 0, prod: 60 };
+      for (const env of TESTED_ENVIRONMENTS) {
+        const stack = synthesized.stacks[env];
+        const template = synthesized.templates[env];
         template.resourceCountIs('AWS::ApiGateway::Authorizer', 1);
         const authorizerFunction = stack.getLogicalId(l1(stack.functions.get('Authorizer')!.function));
         template.hasResourceProperties('AWS::ApiGateway::Authorizer', {
           Type: 'TOKEN',
           IdentitySource: 'method.request.header.Authorization',
-          AuthorizerResultTtlInSeconds: 300,
+          AuthorizerResultTtlInSeconds: cacheSeconds[env],
         });
         const [authorizer] = Object.values(template.findResources('AWS::ApiGateway::Authorizer'));
         expect(JSON.stringify(authorizer?.Properties.AuthorizerUri)).toContain(`"${authorizerFunction}"`);
+      }
+    });
+
+    it('answers a malformed Authorization header with 401 before the authorizer function runs', () => {
+      each((_, template) => {
+        template.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+          IdentityValidationExpression: AUTHORIZATION_HEADER_PATTERN,
+        });
+      });
+      const pattern = new RegExp(AUTHORIZATION_HEADER_PATTERN);
+      const accepted = ['Bearer sk_test_AbC-123_xyz', 'bearer sk_live_x', 'BEARER\tkey', 'Bearer  key'];
+      const rejected = ['', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'sk_test_abc', 'Bearer two words', 'Bearer kéy'];
+      expect(accepted.filter((header) => !pattern.test(header))).toEqual([]);
+      expect(rejected.filter((header) => pattern.test(header))).toEqual([]);
+    });
+
+    it('provisions no usage plans or API Gateway keys: per-client limits are the WAF per-key rule', () => {
+      each((_, template) => {
+        template.resourceCountIs('AWS::ApiGateway::UsagePlan', 0);
+        template.resourceCountIs('AWS::ApiGateway::ApiKey', 0);
+        template.allResourcesProperties('AWS::ApiGateway::Method', { ApiKeyRequired: Match.absent() });
       });
     });
 
@@ -466,6 +515,76 @@ describe('PaymentsStack', () => {
         expect(JSON.stringify(association.Properties.ResourceArn)).toContain(
           `"${stack.getLogicalId(l1(stack.api.api.deploymentStage))}"`,
         );
+      });
+    });
+
+    describe('WAF rate limits', () => {
+      function rule(env: (typeof TESTED_ENVIRONMENTS)[number], name: string) {
+        const [acl] = Object.values(synthesized.templates[env].findResources('AWS::WAFv2::WebACL'));
+        const found = (acl!.Properties.Rules as { Name: string }[]).find((candidate) => candidate.Name === name);
+        if (!found) throw new Error(`no WAF rule ${name} in ${env}`);
+        return found as { Name: string; Action: unknown; Statement: { RateBasedStatement: Record<string, unknown> } };
+      }
+
+      it('limit each API key, not each IP, to its share of the stage: counted in prod until switched to block', () => {
+        expect(rule('prod', 'RatePerApiKey')).toMatchObject({
+          Action: { Count: {} },
+          Statement: {
+            RateBasedStatement: {
+              Limit: 30_000,
+              AggregateKeyType: 'CUSTOM_KEYS',
+              CustomKeys: [{ Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }],
+            },
+          },
+        });
+        expect(rule('dev', 'RatePerApiKey')).toMatchObject({
+          Action: { Block: {} },
+          Statement: { RateBasedStatement: { Limit: 1_500 } },
+        });
+      });
+
+      it("let one IP send at the stage's full rate before WAF blocks it", () => {
+        for (const env of TESTED_ENVIRONMENTS) {
+          const { RateBasedStatement } = rule(env, 'RatePerIp').Statement;
+          expect(RateBasedStatement.AggregateKeyType).toBe('IP');
+          expect(RateBasedStatement.Limit).toBe(environments[env].throttling.rateLimit * 300);
+        }
+        expect(rule('prod', 'RatePerIp').Action).toEqual({ Block: {} });
+      });
+
+      it('exempt exactly POST /webhooks/processor from the per-IP limit, and nothing that merely contains it', () => {
+        const exact = (field: string, value: string) => ({
+          ByteMatchStatement: {
+            FieldToMatch: { [field]: {} },
+            PositionalConstraint: 'EXACTLY',
+            SearchString: value,
+            TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+          },
+        });
+        for (const env of TESTED_ENVIRONMENTS) {
+          expect(rule(env, 'RatePerIp').Statement.RateBasedStatement.ScopeDownStatement).toEqual({
+            NotStatement: {
+              Statement: {
+                AndStatement: {
+                  Statements: [
+                    exact('Method', 'POST'),
+                    {
+                      OrStatement: {
+                        Statements: [
+                          exact('UriPath', '/v1/webhooks/processor'),
+                          exact('UriPath', '/webhooks/processor'),
+                        ],
+                      },
+                    },
+                  ],
+                },
+              },
+            },
+          });
+          expect(JSON.stringify(synthesized.templates[env].findResources('AWS::WAFv2::WebACL'))).not.toContain(
+            'CONTAINS',
+          );
+        }
       });
     });
   });
