@@ -6,6 +6,7 @@ import { systemClock } from '../lib/engine/clock';
 import { problemErrorHandler } from '../lib/http/error-handler';
 import { httpIdempotency } from '../lib/http/idempotency';
 import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
+import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore } from '../lib/payments/config';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { secretFromEnv } from '../lib/runtime/secrets';
@@ -19,7 +20,7 @@ import { verifyWebhookSignature } from '../lib/webhooks/verify-middleware';
  * that fails releases the id so the processor's retry enqueues it (the consumer dedupes on the id too).
  */
 const logger = new Logger({ serviceName: 'webhooks' });
-const metrics = serviceMetrics('webhooks');
+const metrics = serviceMetrics(MetricService.webhooks);
 const store = idempotencyStore();
 const sqs = sqsClient();
 const queueUrl = settlementQueueUrl();

@@ -1,11 +1,25 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { IdempotencyMetric, type IdempotencyMetricName } from '../metrics/definitions';
 
 /** The deployable environments. Each one is its own stack (`Keystone-<name>`), its own tables and its own API. */
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
 export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
 
 export type FirewallAction = 'count' | 'block';
+
+/** An idempotency outcome metric to alarm on, by its name in `lib/metrics/definitions.ts`. */
+export interface OutcomeAlarm {
+  readonly metric: IdempotencyMetricName;
+  readonly threshold: number;
+  /** What it means when it fires: the alarm's description, for whoever is paged. */
+  readonly meaning: string;
+}
+
+export type AlarmSubscription =
+  | { readonly protocol: 'email'; readonly address: string }
+  /** A pager's or chat tool's HTTPS endpoint (SNS posts the alarm as JSON). */
+  | { readonly protocol: 'https'; readonly url: string };
 
 /**
  * Everything that differs between environments, in one place. Durations are plain seconds so that the timing
@@ -98,12 +112,29 @@ export interface EnvironmentConfig {
     /** Function errors, summed over one period, at or above which the alarm fires. */
     readonly functionErrors: number;
     readonly functionThrottles: number;
-    /** API Gateway 5xx responses, summed over one period. */
-    readonly api5xx: number;
+    /**
+     * API 5xx responses as a percentage of requests over one period, counted once at least `minRequests` arrived (one
+     * failed request out of two is no outage). The payments function's 502/503/504 for a processor outage count too.
+     */
+    readonly api5xx: { readonly percent: number; readonly minRequests: number };
+    /**
+     * The settlement queue's oldest message, in seconds. A settlement that keeps failing reaches the DLQ only after
+     * every receive's visibility timeout (15 minutes); this fires while it is still being retried. `timing.ts` checks
+     * that it lies between one visibility timeout (one retry is normal) and the DLQ.
+     */
+    readonly settlementAgeSeconds: number;
+    /**
+     * Idempotency outcomes that mean trouble, each alarmed on for every function that emits it (per `service`
+     * dimension): the sum over one period at or above which the alarm fires.
+     */
+    readonly idempotency: readonly OutcomeAlarm[];
     readonly periodMinutes: number;
+    /**
+     * Who hears about an alarm (and its recovery): subscriptions to the environment's alarm topic. The topic exists
+     * in every environment; its ARN is a stack output, for subscriptions managed elsewhere (a pager's integration).
+     */
+    readonly subscriptions: readonly AlarmSubscription[];
   };
-  /** Alarm notifications go to an SNS topic with this address subscribed; no topic when unset. */
-  readonly alarmEmail?: string;
   /**
    * Downstream services. The example.com values are placeholders: set the real URLs before the first deploy (the
    * functions fail their first request, not their deployment, while these are wrong).
@@ -125,6 +156,26 @@ const shared = {
   },
   apiGatewayLoggingRole: 'account-stack',
 } as const satisfies Partial<EnvironmentConfig>;
+
+/** The idempotency outcomes that page, with the thresholds that differ per environment. */
+function outcomeAlarms(takeovers: number): OutcomeAlarm[] {
+  return [
+    {
+      metric: IdempotencyMetric.leaseLost,
+      threshold: 1,
+      meaning:
+        'An owner finished after its lease ran out and lost its commit to a retry that took the key over: a lease ' +
+        'shorter than the work, or a stalled function. Check the function timeouts against the lease.',
+    },
+    {
+      metric: IdempotencyMetric.takeover,
+      threshold: takeovers,
+      meaning:
+        'Retries took over keys whose owner died mid-request (crash or timeout): look for the errors or timeouts ' +
+        'of the function around the same time.',
+    },
+  ];
+}
 
 function tagsFor(name: EnvironmentName): Record<string, string> {
   return { Project: 'keystone', Service: 'payments', Environment: name };
@@ -150,7 +201,15 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     // No cache: a key revoked in dev stops working at once.
     authorizer: { cacheSeconds: 0 },
     concurrency: { settlementMaxConcurrency: 2, reserved: {} },
-    alarms: { functionErrors: 5, functionThrottles: 5, api5xx: 5, periodMinutes: 5 },
+    alarms: {
+      functionErrors: 5,
+      functionThrottles: 5,
+      api5xx: { percent: 10, minRequests: 10 },
+      settlementAgeSeconds: 600,
+      idempotency: outcomeAlarms(5),
+      periodMinutes: 5,
+      subscriptions: [],
+    },
     processorUrl: 'https://processor.dev.example.com',
     mailerUrl: 'https://mailer.dev.example.com',
     tags: tagsFor('dev'),
@@ -172,7 +231,16 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     },
     authorizer: { cacheSeconds: 60 },
     concurrency: { settlementMaxConcurrency: 2, reserved: {} },
-    alarms: { functionErrors: 3, functionThrottles: 1, api5xx: 3, periodMinutes: 5 },
+    alarms: {
+      functionErrors: 3,
+      functionThrottles: 1,
+      api5xx: { percent: 5, minRequests: 20 },
+      settlementAgeSeconds: 360,
+      idempotency: outcomeAlarms(3),
+      periodMinutes: 5,
+      // Set before the first deploy: who hears about staging's alarms.
+      subscriptions: [],
+    },
     processorUrl: 'https://processor.staging.example.com',
     mailerUrl: 'https://mailer.staging.example.com',
     tags: tagsFor('staging'),
@@ -201,9 +269,17 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
       // second each), and no more: a slow processor then throttles it instead of starving everything else.
       reserved: { Authorizer: 50, PaymentsCreate: 400 },
     },
-    alarms: { functionErrors: 1, functionThrottles: 1, api5xx: 1, periodMinutes: 5 },
-    // Placeholder: set the on-call address (the subscription waits for its confirmation e-mail).
-    alarmEmail: 'payments-oncall@example.com',
+    alarms: {
+      functionErrors: 1,
+      functionThrottles: 1,
+      api5xx: { percent: 1, minRequests: 50 },
+      settlementAgeSeconds: 360,
+      idempotency: outcomeAlarms(3),
+      periodMinutes: 5,
+      // Set before the first deploy: the on-call address or the pager's HTTPS endpoint (an e-mail subscription waits
+      // for its confirmation). Left empty rather than a placeholder: example.com would confirm nothing and page no one.
+      subscriptions: [],
+    },
     processorUrl: 'https://processor.example.com',
     mailerUrl: 'https://mailer.example.com',
     tags: tagsFor('prod'),

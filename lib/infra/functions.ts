@@ -1,3 +1,9 @@
+import {
+  IdempotencyMetric,
+  METRICS_NAMESPACE_ENV,
+  MetricService,
+  type MetricServiceName,
+} from '../metrics/definitions';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../tables/definitions';
 
 /**
@@ -44,6 +50,7 @@ export const FunctionEnv = {
   leaseSeconds: 'IDEMPOTENCY_LEASE_SECONDS',
   ttlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
   serviceName: 'POWERTOOLS_SERVICE_NAME',
+  metricsNamespace: METRICS_NAMESPACE_ENV,
   logLevel: 'LOG_LEVEL',
 } as const;
 
@@ -66,7 +73,23 @@ export interface FunctionSpec {
   /** Reads the processor's webhook signing secret (its ARN in the environment). */
   readonly readsWebhookSecret?: boolean;
   readonly calls?: readonly Downstream[];
+  /**
+   * The custom metrics the function publishes: its `service` dimension and the metric names. Alarms and the
+   * dashboard are built from these, for every function that declares them.
+   */
+  readonly metrics?: FunctionMetrics;
 }
+
+export interface FunctionMetrics {
+  readonly service: MetricServiceName;
+  readonly names: readonly string[];
+}
+
+/** What a function behind the HTTP idempotency middleware publishes: every outcome counter. */
+const httpIdempotencyMetrics = (service: MetricServiceName): FunctionMetrics => ({
+  service,
+  names: Object.values(IdempotencyMetric),
+});
 
 /**
  * The payments service's functions. Adding one is adding an entry here: the stack derives its role, log group,
@@ -91,6 +114,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       { table: paymentsTable, actions: ['PutItem', 'UpdateItem', 'ConditionCheckItem'] },
     ],
     calls: ['processor'],
+    metrics: httpIdempotencyMetrics(MetricService.payments),
   },
   {
     id: 'PaymentsGet',
@@ -130,6 +154,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
     tables: [{ table: idempotencyTable, actions: ENGINE_ACTIONS }],
     sendsSettlements: true,
     readsWebhookSecret: true,
+    metrics: httpIdempotencyMetrics(MetricService.webhooks),
   },
   {
     id: 'SettlementConsumer',

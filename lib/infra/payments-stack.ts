@@ -3,8 +3,10 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
+import { metricsNamespace } from '../metrics/definitions';
 import { OperationalAlarms } from './alarms';
 import { PaymentsApi } from './api';
+import { OperationsDashboard } from './dashboard';
 import type { EnvironmentConfig } from './environments';
 import { ApiFirewall } from './firewall';
 import { FunctionEnv, type FunctionSpec, serviceFunctions } from './functions';
@@ -31,6 +33,7 @@ export class PaymentsStack extends Stack {
   readonly functions: ReadonlyMap<string, ServiceFunction>;
   readonly api: PaymentsApi;
   readonly alarms: OperationalAlarms;
+  readonly dashboard: OperationsDashboard;
 
   constructor(scope: Construct, id: string, props: PaymentsStackProps) {
     const { config, functions: specs = serviceFunctions, ...stackProps } = props;
@@ -103,11 +106,19 @@ export class PaymentsStack extends Stack {
       );
     }
 
-    this.alarms = new OperationalAlarms(this, 'Alarms', {
+    const monitored = {
       config,
       functions: specs.map((spec) => ({ id: spec.id, function: this.fn(spec) })),
+      published: specs.flatMap((spec) => (spec.metrics ? [{ functionId: spec.id, ...spec.metrics }] : [])),
+      queue: this.settlement.queue,
       deadLetterQueue: this.settlement.deadLetterQueue,
       api: this.api.api,
+    };
+    this.alarms = new OperationalAlarms(this, 'Alarms', monitored);
+    this.dashboard = new OperationsDashboard(this, 'Operations', monitored);
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: this.alarms.topic.topicArn,
+      description: 'Every alarm of this environment is sent here; subscribe a pager or an address to it',
     });
 
     // The API's URL is an output already: RestApi adds one (ApiEndpoint...).
@@ -126,6 +137,8 @@ export class PaymentsStack extends Stack {
   private environmentFor(spec: FunctionSpec, config: EnvironmentConfig): Record<string, string> {
     const environment: Record<string, string> = {
       [FunctionEnv.serviceName]: 'payments',
+      // The alarms and the dashboard read the same namespace (lib/metrics/definitions.ts).
+      [FunctionEnv.metricsNamespace]: metricsNamespace(config.name),
       [FunctionEnv.logLevel]: config.logLevel,
       [FunctionEnv.leaseSeconds]: String(config.idempotency.leaseSeconds),
       [FunctionEnv.ttlSeconds]: String(config.idempotency.ttlSeconds),

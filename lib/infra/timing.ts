@@ -1,5 +1,6 @@
 import type { EnvironmentConfig } from './environments';
 import type { FunctionSpec } from './functions';
+import { SETTLEMENT_MAX_RECEIVE_COUNT } from './settlement-queue';
 
 /**
  * SQS visibility timeout as a multiple of the consumer's timeout. AWS recommends at least 6x for an SQS event
@@ -46,6 +47,9 @@ export function settlementVisibilityTimeoutSeconds(config: EnvironmentConfig): n
  * - ttl > lease: a record must not expire while it is still claimed.
  * - lease ≤ visibility timeout: a message redelivered after its consumer died finds the dead claim's lease expired,
  *   instead of burning a receive (towards the DLQ) on "still in progress".
+ * - visibility timeout < settlement age alarm < receives × visibility timeout: one retry (a message hidden for one
+ *   visibility timeout) is normal and must not page; a message that fails every receive reaches the DLQ after about
+ *   receives × visibility timeout, and the age alarm exists to fire before that.
  */
 export function timingViolations(config: EnvironmentConfig, specs: readonly FunctionSpec[]): string[] {
   const { leaseSeconds, ttlSeconds } = config.idempotency;
@@ -87,6 +91,14 @@ export function timingViolations(config: EnvironmentConfig, specs: readonly Func
   }
   if (leaseSeconds > visibility) {
     violations.push(`lease (${leaseSeconds}s) must not exceed the settlement visibility timeout (${visibility}s)`);
+  }
+  const age = config.alarms.settlementAgeSeconds;
+  const deadLetterAfter = SETTLEMENT_MAX_RECEIVE_COUNT * visibility;
+  if (age <= visibility || age >= deadLetterAfter) {
+    violations.push(
+      `settlement age alarm (${age}s) must lie between the visibility timeout (${visibility}s) and the ` +
+        `${deadLetterAfter}s after which a failing settlement reaches the DLQ`,
+    );
   }
   return violations;
 }

@@ -59,6 +59,19 @@ describe('timingViolations', () => {
     ]);
   });
 
+  it('rejects a settlement age alarm that one normal retry trips, or that only fires after the DLQ', () => {
+    const withAge = (settlementAgeSeconds: number) => ({
+      ...environments.prod,
+      alarms: { ...environments.prod.alarms, settlementAgeSeconds },
+    });
+    const sentence = (age: number) =>
+      `settlement age alarm (${age}s) must lie between the visibility timeout (180s) and the 900s after which a ` +
+      'failing settlement reaches the DLQ';
+    expect(timingViolations(withAge(180), serviceFunctions)).toEqual([sentence(180)]);
+    expect(timingViolations(withAge(900), serviceFunctions)).toEqual([sentence(900)]);
+    expect(timingViolations(withAge(181), serviceFunctions)).toEqual([]);
+  });
+
   it("rejects an integration timeout beyond API Gateway's 29 s, and non-integer seconds", () => {
     expect(timingViolations(prodWith({ timeouts: { apiIntegrationSeconds: 30, apiFunctionSeconds: 40 } }), [])).toEqual(
       ["API integration timeout 30s exceeds API Gateway's 29s maximum"],
