@@ -1,6 +1,9 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import middy from '@middy/core';
 import { systemClock } from '../lib/engine/clock';
 import { idempotencyStore, paymentsStore } from '../lib/payments/config';
+import { documentClient } from '../lib/runtime/clients';
+import { tracing } from '../lib/runtime/tracing';
 import { mailerClient } from '../lib/settlement/config';
 import { settleFromEvent } from '../lib/settlement/settle';
 import { makeSqsIdempotentHandler } from '../lib/sqs/handler';
@@ -13,10 +16,12 @@ import { byBodyField } from '../lib/sqs/record-key';
  */
 const logger = new Logger({ serviceName: 'settlement' });
 
-export const handler = makeSqsIdempotentHandler({
+const settle = makeSqsIdempotentHandler({
   store: idempotencyStore(),
   name: 'settlement',
   key: byBodyField('id'),
   process: settleFromEvent({ payments: paymentsStore(), mailer: mailerClient(), clock: systemClock }),
   logger,
 });
+
+export const handler = middy(settle).use(tracing('settlement', [documentClient()]));

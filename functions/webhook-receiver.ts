@@ -8,8 +8,10 @@ import { httpIdempotency } from '../lib/http/idempotency';
 import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
 import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore } from '../lib/payments/config';
+import { documentClient } from '../lib/runtime/clients';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { secretFromEnv } from '../lib/runtime/secrets';
+import { tracing } from '../lib/runtime/tracing';
 import { settlementQueueUrl, sqsClient } from '../lib/settlement/config';
 import { ChargeSucceededEvent } from '../lib/settlement/event';
 import { verifyWebhookSignature } from '../lib/webhooks/verify-middleware';
@@ -45,6 +47,7 @@ async function receiveWebhook(_event: APIGatewayProxyEvent, context: WebhookCont
 }
 
 export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, WebhookContext>(receiveWebhook)
+  .use(tracing('webhooks', [documentClient(), sqs]))
   .use(publishMetrics(metrics))
   .use(problemErrorHandler({ logger }))
   .use(verifyWebhookSignature({ secret, clock: systemClock }))

@@ -178,6 +178,22 @@ describe('PaymentsStack', () => {
       }
     });
 
+    it('bundles the tracer (and the X-Ray SDK) only where tracing is on: prod, not dev', () => {
+      const { stacks, templates, outdir } = synthesized;
+      const bundleOf = (env: (typeof TESTED_ENVIRONMENTS)[number], id: string) => {
+        const { S3Key } = functionResource(stacks[env], templates[env], id).Properties.Code as { S3Key: string };
+        return readFileSync(path.join(outdir, `asset.${S3Key.replace(/\.zip$/, '')}`, 'index.mjs'), 'utf8');
+      };
+      for (const id of FUNCTION_IDS) {
+        // aws-xray-sdk-core's name for the middleware it adds to each captured AWS SDK client.
+        expect(bundleOf('prod', id)).toContain('XRaySDKInstrumentation');
+        expect(bundleOf('dev', id)).not.toContain('XRaySDKInstrumentation');
+        expect(bundleOf('dev', id)).not.toContain('@aws-lambda-powertools/tracer');
+        expect(environmentOf(functionResource(stacks.prod, templates.prod, id)).POWERTOOLS_TRACE_ENABLED).toBe('true');
+        expect(environmentOf(functionResource(stacks.dev, templates.dev, id)).POWERTOOLS_TRACE_ENABLED).toBe('false');
+      }
+    });
+
     it('gives each function its own log group, kept as long as the environment says', () => {
       const retention = { dev: 7, prod: 365 };
       for (const env of TESTED_ENVIRONMENTS) {
@@ -234,6 +250,7 @@ describe('PaymentsStack', () => {
             'NODE_OPTIONS',
             'POWERTOOLS_METRICS_NAMESPACE',
             'POWERTOOLS_SERVICE_NAME',
+            'POWERTOOLS_TRACE_ENABLED',
           ];
           expect(Object.keys(environment).sort()).toEqual([...common, ...tables, ...extras[id]!].sort());
           expect(environment.POWERTOOLS_METRICS_NAMESPACE).toBe(`Keystone/${stack.stackName.replace('Keystone-', '')}`);
