@@ -1,4 +1,11 @@
 /**
+ * Node 20.20 is a supported line (package.json engines; README, "Node versions"), so the AWS SDK's notice that its
+ * releases after January 2027 need Node 22 says nothing new here; printed once by every worker and child process, it
+ * was most of what `npm test` printed. Set before the workers start, so they and their children inherit it.
+ */
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+/**
  * Jest runs TypeScript through @swc/jest (no type-checking here: `npm run typecheck` does that).
  * middy and ky are ESM-only: let swc transform them (and point jest at middy's entry file).
  * @type {import('jest').Config}

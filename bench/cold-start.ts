@@ -80,6 +80,8 @@ export const ESBUILD_OPTIONS = {
   sourcemap: LAMBDA_BUNDLING.sourceMap ?? false,
   mainFields: [...(LAMBDA_BUNDLING.mainFields ?? [])],
   ...(LAMBDA_BUNDLING.banner ? { banner: { js: LAMBDA_BUNDLING.banner } } : {}),
+  // Tracing compiled out, as in an environment without it (dev); without this the tracer would be bundled.
+  define: { ...LAMBDA_BUNDLING.define },
 } as const;
 
 /**

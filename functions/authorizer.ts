@@ -1,6 +1,9 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import middy from '@middy/core';
 import type { APIGatewayAuthorizerResult, APIGatewayTokenAuthorizerEvent } from 'aws-lambda';
 import { apiKeys } from '../lib/payments/config';
+import { documentClient } from '../lib/runtime/clients';
+import { tracing } from '../lib/runtime/tracing';
 
 /**
  * TOKEN authorizer: `Authorization: Bearer <api key>` becomes the account id in the request context. An unknown or
@@ -9,7 +12,7 @@ import { apiKeys } from '../lib/payments/config';
 const logger = new Logger({ serviceName: 'payments-authorizer' });
 const keys = apiKeys();
 
-export async function handler(event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> {
+async function authorize(event: APIGatewayTokenAuthorizerEvent): Promise<APIGatewayAuthorizerResult> {
   const match = /^Bearer\s+(\S+)$/i.exec(event.authorizationToken ?? '');
   const accountId = match?.[1] ? await keys.accountFor(match[1]) : undefined;
   if (!accountId) {
@@ -26,6 +29,10 @@ export async function handler(event: APIGatewayTokenAuthorizerEvent): Promise<AP
     context: { accountId },
   };
 }
+
+export const handler = middy<APIGatewayTokenAuthorizerEvent, APIGatewayAuthorizerResult>(authorize).use(
+  tracing('payments-authorizer', [documentClient()]),
+);
 
 /** arn:aws:execute-api:region:account:apiId/stage/METHOD/path → arn:aws:execute-api:region:account:apiId/stage/* */
 function apiWideArn(methodArn: string): string {

@@ -5,14 +5,17 @@ import { systemClock } from '../lib/engine/clock';
 import { problemErrorHandler } from '../lib/http/error-handler';
 import { httpIdempotency, type WithIdempotency } from '../lib/http/idempotency';
 import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
+import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
 import { PaymentRequest } from '../lib/payments/schema';
+import { documentClient } from '../lib/runtime/clients';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
+import { tracing } from '../lib/runtime/tracing';
 
 /** POST /payments: validate, claim the key, charge under the downstream key, commit the payment with the key. */
 const logger = new Logger({ serviceName: 'payments' });
-const metrics = serviceMetrics('payments');
+const metrics = serviceMetrics(MetricService.payments);
 const deps = { processor: processorClient(), payments: paymentsStore(), clock: systemClock };
 const store = idempotencyStore();
 
@@ -27,6 +30,7 @@ async function createPaymentHandler(
 }
 
 export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, PaymentContext>(createPaymentHandler)
+  .use(tracing('payments', [documentClient()]))
   .use(publishMetrics(metrics))
   .use(problemErrorHandler({ logger }))
   .use(validateJsonBody(PaymentRequest))

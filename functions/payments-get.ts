@@ -4,6 +4,8 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { problemErrorHandler } from '../lib/http/error-handler';
 import { HttpProblem } from '../lib/http/errors';
 import { paymentsStore } from '../lib/payments/config';
+import { documentClient } from '../lib/runtime/clients';
+import { tracing } from '../lib/runtime/tracing';
 
 /** GET /payments/{id}: the caller's own payment; anyone else's is indistinguishable from a missing one (404). */
 const logger = new Logger({ serviceName: 'payments' });
@@ -18,6 +20,6 @@ async function getPaymentHandler(event: APIGatewayProxyEvent): Promise<APIGatewa
   return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(payment) };
 }
 
-export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult>(getPaymentHandler).use(
-  problemErrorHandler({ logger }),
-);
+export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult>(getPaymentHandler)
+  .use(tracing('payments', [documentClient()]))
+  .use(problemErrorHandler({ logger }));

@@ -1,8 +1,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import { systemClock } from '../lib/engine/clock';
+import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore, paymentsStore } from '../lib/payments/config';
+import { documentClient } from '../lib/runtime/clients';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
+import { tracing } from '../lib/runtime/tracing';
 import { mailerClient, settlementDeadLetterUrl, settlementQueueUrl, sqsClient } from '../lib/settlement/config';
 import { settleFromEvent } from '../lib/settlement/settle';
 import { makeSqsIdempotentHandler } from '../lib/sqs/handler';
@@ -16,22 +19,24 @@ import { byBodyField } from '../lib/sqs/record-key';
  */
 const logger = new Logger({ serviceName: 'settlement' });
 // Recovery metrics are counted under the payments service, wherever the recovery happened.
-const metrics = serviceMetrics('payments');
+const metrics = serviceMetrics(MetricService.payments);
 const payments = paymentsStore();
 
-export const handler = middy(
-  makeSqsIdempotentHandler({
-    store: idempotencyStore(),
-    name: 'settlement',
-    key: byBodyField('id'),
-    process: settleFromEvent({
-      payments,
-      mailer: mailerClient(),
-      clock: systemClock,
-      recovery: { store: idempotencyStore(), payments },
-      metrics,
-    }),
-    queue: { client: sqsClient(), url: settlementQueueUrl(), deadLetterUrl: settlementDeadLetterUrl() },
-    logger,
+const settle = makeSqsIdempotentHandler({
+  store: idempotencyStore(),
+  name: 'settlement',
+  key: byBodyField('id'),
+  process: settleFromEvent({
+    payments,
+    mailer: mailerClient(),
+    clock: systemClock,
+    recovery: { store: idempotencyStore(), payments },
+    metrics,
   }),
-).use(publishMetrics(metrics));
+  queue: { client: sqsClient(), url: settlementQueueUrl(), deadLetterUrl: settlementDeadLetterUrl() },
+  logger,
+});
+
+export const handler = middy(settle)
+  .use(tracing('settlement', [documentClient()]))
+  .use(publishMetrics(metrics));

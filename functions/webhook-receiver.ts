@@ -6,9 +6,12 @@ import { systemClock } from '../lib/engine/clock';
 import { problemErrorHandler } from '../lib/http/error-handler';
 import { httpIdempotency } from '../lib/http/idempotency';
 import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
+import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore } from '../lib/payments/config';
+import { documentClient } from '../lib/runtime/clients';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { secretFromEnv } from '../lib/runtime/secrets';
+import { tracing } from '../lib/runtime/tracing';
 import { settlementQueueUrl, sqsClient } from '../lib/settlement/config';
 import { ChargeSucceededEvent, type WebhookAcknowledgement } from '../lib/settlement/event';
 import { verifyWebhookSignature } from '../lib/webhooks/verify-middleware';
@@ -19,7 +22,7 @@ import { verifyWebhookSignature } from '../lib/webhooks/verify-middleware';
  * that fails releases the id so the processor's retry enqueues it (the consumer dedupes on the id too).
  */
 const logger = new Logger({ serviceName: 'webhooks' });
-const metrics = serviceMetrics('webhooks');
+const metrics = serviceMetrics(MetricService.webhooks);
 const store = idempotencyStore();
 const sqs = sqsClient();
 const queueUrl = settlementQueueUrl();
@@ -41,6 +44,7 @@ async function receiveWebhook(_event: APIGatewayProxyEvent, context: WebhookCont
 }
 
 export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, WebhookContext>(receiveWebhook)
+  .use(tracing('webhooks', [documentClient(), sqs]))
   .use(publishMetrics(metrics))
   .use(problemErrorHandler({ logger }))
   .use(verifyWebhookSignature({ secret, clock: systemClock }))

@@ -5,6 +5,7 @@ import { fingerprint } from '../engine/fingerprint';
 import { parseIdempotencyKey, scopedKey } from '../engine/key';
 import type { Lease, StoredResponse } from '../engine/record';
 import type { EffectItem, IdempotencyStore } from '../engine/store';
+import { IdempotencyMetric } from '../metrics/definitions';
 import { header, rawBody } from './headers';
 import { ProblemType, problemResponse } from './problem';
 
@@ -66,17 +67,8 @@ export interface HttpIdempotencyOptions {
   readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
 }
 
-/** The outcome counters {@link httpIdempotency} emits. */
-export const IdempotencyMetric = {
-  claimed: 'IdempotencyClaimed',
-  takeover: 'IdempotencyTakeover',
-  replayed: 'IdempotencyReplayed',
-  inFlight: 'IdempotencyInFlight',
-  mismatch: 'IdempotencyMismatch',
-  committed: 'IdempotencyCommitted',
-  released: 'IdempotencyReleased',
-  leaseLost: 'IdempotencyLeaseLost',
-} as const;
+/** The outcome counters {@link httpIdempotency} emits (defined with the service's other metrics, which alarms use). */
+export { IdempotencyMetric };
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 const ALWAYS_STORED_HEADERS = ['content-type', 'location'];

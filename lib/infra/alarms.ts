@@ -5,36 +5,48 @@ import {
   ComparisonOperator,
   type IAlarmAction,
   type IMetric,
+  MathExpression,
   TreatMissingData,
 } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
-import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { EnvironmentConfig } from './environments';
+import type { AlarmSubscription, EnvironmentConfig } from './environments';
+import { type PublishedMetrics, serviceMetric } from './service-metrics';
 
 export interface OperationalAlarmsProps {
   readonly config: EnvironmentConfig;
   readonly functions: readonly { readonly id: string; readonly function: IFunction }[];
+  readonly queue: IQueue;
   readonly deadLetterQueue: IQueue;
   readonly api: RestApi;
+  /** Every function's own metrics: each outcome alarm in the environment's settings is raised for each emitter. */
+  readonly published: readonly PublishedMetrics[];
 }
 
 /**
- * The alarms someone must act on: a function failing or throttled, a settlement given up on (any message in the
- * dead-letter queue is a payment that was charged and never settled), and the API answering 5xx.
+ * The alarms someone must act on, all sent (with their recovery) to the environment's alarm topic:
  *
- * With `alarmEmail` set, alarms (and their recovery) are sent to an SNS topic with that address subscribed.
+ * - a function failing or throttled;
+ * - a settlement still not done after a few retries (the queue's oldest message), and one given up on (any message
+ *   in the dead-letter queue is a payment that was charged and never settled);
+ * - idempotency outcomes that mean trouble (leases lost, takeovers: `config.alarms.idempotency`), per function;
+ * - the API answering 5xx to more than a set share of requests.
+ *
+ * Lists in, alarms out: a new function, or a new metric in a function's spec and an entry in the environment's
+ * `alarms.idempotency`, is alarmed on without touching this construct.
  */
 export class OperationalAlarms extends Construct {
   readonly alarms: Alarm[] = [];
-  readonly topic?: Topic;
+  readonly topic: Topic;
 
-  constructor(scope: Construct, id: string, { config, functions, deadLetterQueue, api }: OperationalAlarmsProps) {
+  constructor(scope: Construct, id: string, props: OperationalAlarmsProps) {
     super(scope, id);
+    const { config, functions, queue, deadLetterQueue, api, published } = props;
     const period = Duration.minutes(config.alarms.periodMinutes);
     const prefix = Stack.of(this).stackName;
 
@@ -50,6 +62,14 @@ export class OperationalAlarms extends Construct {
         threshold: config.alarms.functionThrottles,
       });
     }
+    this.add('SettlementAge', {
+      alarmName: `${prefix} settlement delayed`,
+      alarmDescription:
+        'A settlement has waited this long in the queue: it failed at least twice and heads for the dead-letter ' +
+        'queue unless what fails it (the mailer, the payments table) recovers.',
+      metric: queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),
+      threshold: config.alarms.settlementAgeSeconds,
+    });
     this.add('SettlementDeadLetters', {
       alarmName: `${prefix} settlement dead letters`,
       metric: deadLetterQueue.metricApproximateNumberOfMessagesVisible({
@@ -60,34 +80,54 @@ export class OperationalAlarms extends Construct {
       threshold: 0,
       comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
     });
-    this.add('Api5xx', {
-      alarmName: `${prefix} API 5xx`,
-      metric: api.metricServerError({ period, statistic: 'Sum' }),
-      threshold: config.alarms.api5xx,
+    for (const { functionId, service, names } of published) {
+      for (const outcome of config.alarms.idempotency) {
+        if (!names.includes(outcome.metric)) continue;
+        this.add(`${functionId}${outcome.metric}`, {
+          alarmName: `${prefix} ${functionId} ${outcome.metric}`,
+          alarmDescription: outcome.meaning,
+          metric: serviceMetric(config, service, outcome.metric, period),
+          threshold: outcome.threshold,
+        });
+      }
+    }
+    const { percent, minRequests } = config.alarms.api5xx;
+    this.add('Api5xxRate', {
+      alarmName: `${prefix} API 5xx rate`,
+      alarmDescription: `More than ${percent}% of API requests answered 5xx (counted from ${minRequests} requests).`,
+      metric: new MathExpression({
+        label: 'API 5xx (% of requests)',
+        expression: `IF(requests >= ${minRequests}, 100 * errors / requests, 0)`,
+        usingMetrics: {
+          errors: api.metricServerError({ period, statistic: 'Sum' }),
+          requests: api.metricCount({ period, statistic: 'Sum' }),
+        },
+        period,
+      }),
+      threshold: percent,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
     });
 
-    if (config.alarmEmail) {
-      this.topic = new Topic(this, 'Topic', { displayName: `${prefix} alarms`, enforceSSL: true });
-      this.topic.addSubscription(new EmailSubscription(config.alarmEmail));
-      // CloudWatch publishes as its service principal; the topic policy (which enforceSSL creates) must let it,
-      // and only for this account's alarms.
-      const { account, region, partition } = Stack.of(this);
-      this.topic.addToResourcePolicy(
-        new PolicyStatement({
-          principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
-          actions: ['sns:Publish'],
-          resources: [this.topic.topicArn],
-          conditions: {
-            StringEquals: { 'aws:SourceAccount': account },
-            ArnLike: { 'aws:SourceArn': `arn:${partition}:cloudwatch:${region}:${account}:alarm:*` },
-          },
-        }),
-      );
-      const action: IAlarmAction = new SnsAction(this.topic);
-      for (const alarm of this.alarms) {
-        alarm.addAlarmAction(action);
-        alarm.addOkAction(action);
-      }
+    this.topic = new Topic(this, 'Topic', { displayName: `${prefix} alarms`, enforceSSL: true });
+    for (const subscription of config.alarms.subscriptions) this.topic.addSubscription(subscribe(subscription));
+    // CloudWatch publishes as its service principal; the topic policy (which enforceSSL creates) must let it, and
+    // only for this account's alarms.
+    const { account, region, partition } = Stack.of(this);
+    this.topic.addToResourcePolicy(
+      new PolicyStatement({
+        principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [this.topic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': account },
+          ArnLike: { 'aws:SourceArn': `arn:${partition}:cloudwatch:${region}:${account}:alarm:*` },
+        },
+      }),
+    );
+    const action: IAlarmAction = new SnsAction(this.topic);
+    for (const alarm of this.alarms) {
+      alarm.addAlarmAction(action);
+      alarm.addOkAction(action);
     }
   }
 
@@ -95,6 +135,7 @@ export class OperationalAlarms extends Construct {
     id: string,
     props: {
       alarmName: string;
+      alarmDescription?: string;
       metric: IMetric;
       threshold: number;
       comparisonOperator?: ComparisonOperator;
@@ -109,5 +150,14 @@ export class OperationalAlarms extends Construct {
         ...props,
       }),
     );
+  }
+}
+
+function subscribe(subscription: AlarmSubscription) {
+  switch (subscription.protocol) {
+    case 'email':
+      return new EmailSubscription(subscription.address);
+    case 'https':
+      return new UrlSubscription(subscription.url);
   }
 }

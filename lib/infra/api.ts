@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, Validations } from 'aws-cdk-lib';
 import {
   AccessLogField,
   AccessLogFormat,
@@ -71,11 +71,20 @@ const ACCESS_LOG_FIELDS = {
 };
 
 /**
+ * What API Gateway checks in the Authorization header before it invokes the TOKEN authorizer: the shape the
+ * authorizer function itself parses (`Bearer <key>`, any case, printable ASCII key). A header of any other shape gets
+ * 401 without a Lambda invocation. (Anchored: API Gateway matches it against the whole header.)
+ */
+export const AUTHORIZATION_HEADER_PATTERN = '^[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+[!-~]+$';
+
+/**
  * The payments REST API: one method per route, each a Lambda proxy integration.
  *
- * Why a REST API and not an HTTP API: a Lambda TOKEN authorizer whose result API Gateway caches per key, per-method
- * throttling and per-client usage plans (an HTTP API has neither), request validation before a function runs, and
- * WAF. Access logs are JSON in CloudWatch; execution logs record errors only, never bodies (they hold payment data).
+ * Why a REST API and not an HTTP API: a Lambda TOKEN authorizer whose result API Gateway caches per key, request
+ * validation before a function runs, WAF, and gateway responses shaped as problem+json. There are no usage plans:
+ * per-client limits are WAF's per-API-key rate rule (see firewall.ts), which needs no API Gateway API key kept in
+ * step with every merchant's key. Access logs are JSON in CloudWatch; execution logs record errors only, never
+ * bodies (they hold payment data).
  */
 export class PaymentsApi extends Construct {
   readonly api: RestApi;
@@ -90,9 +99,8 @@ export class PaymentsApi extends Construct {
       restApiName: `keystone-payments-${config.name}`,
       description: `Keystone payments API (${config.name})`,
       endpointTypes: [EndpointType.REGIONAL],
-      cloudWatchRole: config.apiGatewayCloudWatchRole,
-      // The role is an account-wide setting that other APIs may rely on: deleting this stack must not unset it.
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      // The account-wide logging role is not this stack's to set: see ApiGatewayAccountStack.
+      cloudWatchRole: false,
       deployOptions: {
         stageName: STAGE_NAME,
         accessLogDestination: new LogGroupLogDestination(accessLogs),
@@ -110,16 +118,6 @@ export class PaymentsApi extends Construct {
       retention: config.logRetention,
       removalPolicy: config.removalPolicy,
     });
-    const cloudWatchRole = this.api.node.tryFindChild('CloudWatchRole');
-    if (cloudWatchRole) {
-      Validations.of(cloudWatchRole).acknowledge({
-        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
-        reason:
-          "API Gateway's account-wide logging role writes execution logs for every REST API in the account and " +
-          'region, to log groups API Gateway names and creates itself; this AWS managed policy is the one AWS ' +
-          'documents for that role and keeps current.',
-      });
-    }
     this.problemResponses();
 
     const validator = this.api.addRequestValidator('Validator', {
@@ -130,8 +128,10 @@ export class PaymentsApi extends Construct {
       ? new TokenAuthorizer(this, 'TokenAuthorizer', {
           handler: authorizer,
           identitySource: IdentitySource.header('Authorization'),
-          // Cached per key: a key's account does not change between requests, and this saves a DynamoDB read.
-          resultsCacheTtl: Duration.minutes(5),
+          validationRegex: AUTHORIZATION_HEADER_PATTERN,
+          // Cached per key: a key's account does not change between requests, and this saves an invocation and a
+          // DynamoDB read. The price: a revoked key keeps working until its cached answer expires.
+          resultsCacheTtl: Duration.seconds(config.authorizer.cacheSeconds),
         })
       : undefined;
 

@@ -1,9 +1,25 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { IdempotencyMetric, type IdempotencyMetricName } from '../metrics/definitions';
 
 /** The deployable environments. Each one is its own stack (`Keystone-<name>`), its own tables and its own API. */
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
 export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
+
+export type FirewallAction = 'count' | 'block';
+
+/** An idempotency outcome metric to alarm on, by its name in `lib/metrics/definitions.ts`. */
+export interface OutcomeAlarm {
+  readonly metric: IdempotencyMetricName;
+  readonly threshold: number;
+  /** What it means when it fires: the alarm's description, for whoever is paged. */
+  readonly meaning: string;
+}
+
+export type AlarmSubscription =
+  | { readonly protocol: 'email'; readonly address: string }
+  /** A pager's or chat tool's HTTPS endpoint (SNS posts the alarm as JSON). */
+  | { readonly protocol: 'https'; readonly url: string };
 
 /**
  * Everything that differs between environments, in one place. Durations are plain seconds so that the timing
@@ -55,24 +71,77 @@ export interface EnvironmentConfig {
   };
   /** Stage-wide API Gateway throttling (token bucket: steady requests per second, and burst). */
   readonly throttling: { readonly rateLimit: number; readonly burstLimit: number };
-  /** WAF rate-based rule: requests per client IP in any 5-minute window before WAF blocks that IP. */
-  readonly wafRateLimitPer5Minutes: number;
   /**
-   * API Gateway writes execution logs through one role per account and region. true: this stack sets it (the role is
-   * kept when the stack is deleted, since other APIs may rely on it). false: the account already has it configured;
-   * deploying with execution logging and no such role fails.
+   * WAF rate-based rules, in WAF's unit: requests in any 5-minute window (200 requests per second = 60,000).
+   * `count` only counts (the rule's CloudWatch metric shows who would have been blocked): how a new rule starts in an
+   * environment with real traffic, before it is switched to `block`.
    */
-  readonly apiGatewayCloudWatchRole: boolean;
+  readonly firewall: {
+    /**
+     * Per API key (the Authorization header), on the token-authorized routes: one merchant's share of the stage, so
+     * a runaway client is blocked before the stage throttle slows every merchant down. A merchant is one key however
+     * many machines or egress IPs it sends from.
+     */
+    readonly perApiKey: { readonly limitPer5Minutes: number; readonly action: FirewallAction };
+    /**
+     * Per client IP, across keys (and requests with no key at all, which the per-key rule cannot count). It must
+     * allow at least the stage's own rate: one egress IP may carry a merchant's whole traffic.
+     */
+    readonly perIp: { readonly limitPer5Minutes: number; readonly action: FirewallAction };
+  };
+  readonly authorizer: {
+    /**
+     * How long API Gateway caches the TOKEN authorizer's answer per Authorization header: a revoked key keeps working
+     * for up to this long. 0 turns the cache off (every request invokes the authorizer). At most 3600.
+     */
+    readonly cacheSeconds: number;
+  };
+  readonly concurrency: {
+    /**
+     * The settlement event source's maximum concurrency (2 to 1000): a backlog drains at this many concurrent
+     * consumers and can never take the concurrency the API's functions need.
+     */
+    readonly settlementMaxConcurrency: number;
+    /**
+     * Reserved concurrency per function id: guaranteed to it, and its ceiling. Reserving needs an account limit of at
+     * least the sum plus 100 (new accounts may start at 10), so only environments in sized accounts reserve.
+     */
+    readonly reserved: Readonly<Record<string, number>>;
+  };
+  /**
+   * API Gateway writes execution logs through one role per account and region, an account-wide setting: a choice per
+   * account, not per stack. 'account-stack': the app builds `Keystone-apigateway-account` (one per account and region,
+   * shared by every environment there) and this environment's stack depends on it. 'existing': the account's role is
+   * managed elsewhere (another team's stack, the console); deploying fails while the account has none.
+   */
+  readonly apiGatewayLoggingRole: 'account-stack' | 'existing';
   readonly alarms: {
     /** Function errors, summed over one period, at or above which the alarm fires. */
     readonly functionErrors: number;
     readonly functionThrottles: number;
-    /** API Gateway 5xx responses, summed over one period. */
-    readonly api5xx: number;
+    /**
+     * API 5xx responses as a percentage of requests over one period, counted once at least `minRequests` arrived (one
+     * failed request out of two is no outage). The payments function's 502/503/504 for a processor outage count too.
+     */
+    readonly api5xx: { readonly percent: number; readonly minRequests: number };
+    /**
+     * The settlement queue's oldest message, in seconds. A settlement that keeps failing reaches the DLQ only after
+     * every receive's visibility timeout (15 minutes); this fires while it is still being retried. `timing.ts` checks
+     * that it lies between one visibility timeout (one retry is normal) and the DLQ.
+     */
+    readonly settlementAgeSeconds: number;
+    /**
+     * Idempotency outcomes that mean trouble, each alarmed on for every function that emits it (per `service`
+     * dimension): the sum over one period at or above which the alarm fires.
+     */
+    readonly idempotency: readonly OutcomeAlarm[];
     readonly periodMinutes: number;
+    /**
+     * Who hears about an alarm (and its recovery): subscriptions to the environment's alarm topic. The topic exists
+     * in every environment; its ARN is a stack output, for subscriptions managed elsewhere (a pager's integration).
+     */
+    readonly subscriptions: readonly AlarmSubscription[];
   };
-  /** Alarm notifications go to an SNS topic with this address subscribed; no topic when unset. */
-  readonly alarmEmail?: string;
   /**
    * Downstream services. The example.com values are placeholders: set the real URLs before the first deploy (the
    * functions fail their first request, not their deployment, while these are wrong).
@@ -95,8 +164,28 @@ const shared = {
     completerSeconds: 60,
     processorMilliseconds: 8_000,
   },
-  apiGatewayCloudWatchRole: true,
+  apiGatewayLoggingRole: 'account-stack',
 } as const satisfies Partial<EnvironmentConfig>;
+
+/** The idempotency outcomes that page, with the thresholds that differ per environment. */
+function outcomeAlarms(takeovers: number): OutcomeAlarm[] {
+  return [
+    {
+      metric: IdempotencyMetric.leaseLost,
+      threshold: 1,
+      meaning:
+        'An owner finished after its lease ran out and lost its commit to a retry that took the key over: a lease ' +
+        'shorter than the work, or a stalled function. Check the function timeouts against the lease.',
+    },
+    {
+      metric: IdempotencyMetric.takeover,
+      threshold: takeovers,
+      meaning:
+        'Retries took over keys whose owner died mid-request (crash or timeout): look for the errors or timeouts ' +
+        'of the function around the same time.',
+    },
+  ];
+}
 
 function tagsFor(name: EnvironmentName): Record<string, string> {
   return { Project: 'keystone', Service: 'payments', Environment: name };
@@ -115,8 +204,22 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     logLevel: 'DEBUG',
     tracing: false,
     throttling: { rateLimit: 10, burstLimit: 20 },
-    wafRateLimitPer5Minutes: 500,
-    alarms: { functionErrors: 5, functionThrottles: 5, api5xx: 5, periodMinutes: 5 },
+    firewall: {
+      perApiKey: { limitPer5Minutes: 1_500, action: 'block' },
+      perIp: { limitPer5Minutes: 3_000, action: 'block' },
+    },
+    // No cache: a key revoked in dev stops working at once.
+    authorizer: { cacheSeconds: 0 },
+    concurrency: { settlementMaxConcurrency: 2, reserved: {} },
+    alarms: {
+      functionErrors: 5,
+      functionThrottles: 5,
+      api5xx: { percent: 10, minRequests: 10 },
+      settlementAgeSeconds: 600,
+      idempotency: outcomeAlarms(5),
+      periodMinutes: 5,
+      subscriptions: [],
+    },
     processorUrl: 'https://processor.dev.example.com',
     mailerUrl: 'https://mailer.dev.example.com',
     tags: tagsFor('dev'),
@@ -131,8 +234,23 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     logRetention: RetentionDays.ONE_MONTH,
     tracing: true,
     throttling: { rateLimit: 50, burstLimit: 100 },
-    wafRateLimitPer5Minutes: 1_000,
-    alarms: { functionErrors: 3, functionThrottles: 1, api5xx: 3, periodMinutes: 5 },
+    // Both rules block here, as they will in prod: staging is where blocking is tried first.
+    firewall: {
+      perApiKey: { limitPer5Minutes: 7_500, action: 'block' },
+      perIp: { limitPer5Minutes: 15_000, action: 'block' },
+    },
+    authorizer: { cacheSeconds: 60 },
+    concurrency: { settlementMaxConcurrency: 2, reserved: {} },
+    alarms: {
+      functionErrors: 3,
+      functionThrottles: 1,
+      api5xx: { percent: 5, minRequests: 20 },
+      settlementAgeSeconds: 360,
+      idempotency: outcomeAlarms(3),
+      periodMinutes: 5,
+      // Set before the first deploy: who hears about staging's alarms.
+      subscriptions: [],
+    },
     processorUrl: 'https://processor.staging.example.com',
     mailerUrl: 'https://mailer.staging.example.com',
     tags: tagsFor('staging'),
@@ -148,10 +266,30 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     logRetention: RetentionDays.ONE_YEAR,
     tracing: true,
     throttling: { rateLimit: 200, burstLimit: 400 },
-    wafRateLimitPer5Minutes: 5_000,
-    alarms: { functionErrors: 1, functionThrottles: 1, api5xx: 1, periodMinutes: 5 },
-    // Placeholder: set the on-call address (the subscription waits for its confirmation e-mail).
-    alarmEmail: 'payments-oncall@example.com',
+    firewall: {
+      // New: counted, not blocked, until its metric shows that no merchant's normal traffic reaches 100 rps.
+      perApiKey: { limitPer5Minutes: 30_000, action: 'count' },
+      // The stage's 200 rps: an IP is blocked only where API Gateway would throttle it anyway.
+      perIp: { limitPer5Minutes: 60_000, action: 'block' },
+    },
+    authorizer: { cacheSeconds: 60 },
+    concurrency: {
+      settlementMaxConcurrency: 10,
+      // Every request needs the authorizer; the payments function gets the stage's burst (400 rps for about a
+      // second each), and no more: a slow processor then throttles it instead of starving everything else.
+      reserved: { Authorizer: 50, PaymentsCreate: 400 },
+    },
+    alarms: {
+      functionErrors: 1,
+      functionThrottles: 1,
+      api5xx: { percent: 1, minRequests: 50 },
+      settlementAgeSeconds: 360,
+      idempotency: outcomeAlarms(3),
+      periodMinutes: 5,
+      // Set before the first deploy: the on-call address or the pager's HTTPS endpoint (an e-mail subscription waits
+      // for its confirmation). Left empty rather than a placeholder: example.com would confirm nothing and page no one.
+      subscriptions: [],
+    },
     processorUrl: 'https://processor.example.com',
     mailerUrl: 'https://mailer.example.com',
     tags: tagsFor('prod'),
@@ -163,7 +301,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
  * them when it is absent, so that `cdk synth` with no arguments checks every environment.
  *
  * @example
- * selectEnvironments(app.node.tryGetContext('env')).forEach((config) => new PaymentsStack(app, config.stackName, { config }));
+ * for (const config of selectEnvironments(app.node.tryGetContext('env'))) new PaymentsStack(app, config.stackName, { config });
  */
 export function selectEnvironments(requested: unknown): EnvironmentConfig[] {
   if (requested === undefined || requested === null || requested === '') {

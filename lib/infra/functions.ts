@@ -1,3 +1,9 @@
+import {
+  IdempotencyMetric,
+  METRICS_NAMESPACE_ENV,
+  MetricService,
+  type MetricServiceName,
+} from '../metrics/definitions';
 import { jsonObjectModel, type RequestModel } from '../openapi/request-models';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../tables/definitions';
 
@@ -30,6 +36,8 @@ export type FunctionTrigger =
        * function's own zod schema (lib/openapi/request-models.ts), so the two cannot disagree on a field.
        */
       readonly bodyModel?: RequestModel;
+      /** Why WAF's per-IP rate limit must leave this route alone (the stage throttle still applies). */
+      readonly exemptFromIpRateLimit?: string;
     }
   | { readonly kind: 'authorizer' }
   | { readonly kind: 'settlement-queue'; readonly batchSize: number }
@@ -48,6 +56,7 @@ export const FunctionEnv = {
   leaseSeconds: 'IDEMPOTENCY_LEASE_SECONDS',
   ttlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
   serviceName: 'POWERTOOLS_SERVICE_NAME',
+  metricsNamespace: METRICS_NAMESPACE_ENV,
   logLevel: 'LOG_LEVEL',
 } as const;
 
@@ -70,7 +79,23 @@ export interface FunctionSpec {
   /** Reads the processor's webhook signing secret (its ARN in the environment). */
   readonly readsWebhookSecret?: boolean;
   readonly calls?: readonly Downstream[];
+  /**
+   * The custom metrics the function publishes: its `service` dimension and the metric names. Alarms and the
+   * dashboard are built from these, for every function that declares them.
+   */
+  readonly metrics?: FunctionMetrics;
 }
+
+export interface FunctionMetrics {
+  readonly service: MetricServiceName;
+  readonly names: readonly string[];
+}
+
+/** What a function behind the HTTP idempotency middleware publishes: every outcome counter. */
+const httpIdempotencyMetrics = (service: MetricServiceName): FunctionMetrics => ({
+  service,
+  names: Object.values(IdempotencyMetric),
+});
 
 /**
  * The payments service's functions. Adding one is adding an entry here: the stack derives its role, log group,
@@ -95,6 +120,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       { table: paymentsTable, actions: ['PutItem', 'UpdateItem', 'ConditionCheckItem'] },
     ],
     calls: ['processor'],
+    metrics: httpIdempotencyMetrics(MetricService.payments),
   },
   {
     id: 'PaymentsGet',
@@ -127,10 +153,14 @@ export const serviceFunctions: readonly FunctionSpec[] = [
           'The payment processor calls this route and cannot present our API keys; the function authenticates ' +
           'every request by its HMAC signature (key in Secrets Manager) before acting on it.',
       },
+      exemptFromIpRateLimit:
+        'The processor delivers webhooks in bursts from a few addresses (a backlog replays all at once); they are ' +
+        'authenticated by signature and throttled by the stage.',
     },
     tables: [{ table: idempotencyTable, actions: ENGINE_ACTIONS }],
     sendsSettlements: true,
     readsWebhookSecret: true,
+    metrics: httpIdempotencyMetrics(MetricService.webhooks),
   },
   {
     id: 'SettlementConsumer',

@@ -3,11 +3,14 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
+import { metricsNamespace } from '../metrics/definitions';
 import { OperationalAlarms } from './alarms';
 import { PaymentsApi } from './api';
+import { OperationsDashboard } from './dashboard';
 import type { EnvironmentConfig } from './environments';
 import { ApiFirewall } from './firewall';
 import { FunctionEnv, type FunctionSpec, serviceFunctions } from './functions';
+import { assertLimits } from './limits';
 import { ServiceFunction } from './service-function';
 import { SettlementQueue } from './settlement-queue';
 import { DataTables } from './tables';
@@ -30,10 +33,12 @@ export class PaymentsStack extends Stack {
   readonly functions: ReadonlyMap<string, ServiceFunction>;
   readonly api: PaymentsApi;
   readonly alarms: OperationalAlarms;
+  readonly dashboard: OperationsDashboard;
 
   constructor(scope: Construct, id: string, props: PaymentsStackProps) {
     const { config, functions: specs = serviceFunctions, ...stackProps } = props;
     assertTiming(config, specs);
+    assertLimits(config, specs);
     super(scope, id, {
       stackName: config.stackName,
       description: `Keystone payments service (${config.name})`,
@@ -79,7 +84,13 @@ export class PaymentsStack extends Stack {
       ),
       authorizer: authorizers[0] && this.fn(authorizers[0]),
     });
-    new ApiFirewall(this, 'Firewall', { stage: this.api.api.deploymentStage, config });
+    new ApiFirewall(this, 'Firewall', {
+      stage: this.api.api.deploymentStage,
+      config,
+      exemptFromIpLimit: specs.flatMap(({ trigger }) =>
+        trigger.kind === 'route' && trigger.exemptFromIpRateLimit ? [trigger] : [],
+      ),
+    });
 
     for (const spec of specs) {
       if (spec.trigger.kind !== 'settlement-queue') continue;
@@ -88,15 +99,26 @@ export class PaymentsStack extends Stack {
           batchSize: spec.trigger.batchSize,
           // A failed message is retried alone; the rest of the batch is deleted, not reprocessed.
           reportBatchItemFailures: true,
+          // A backlog drains at this pace and leaves the account's concurrency to the API's functions. Messages
+          // beyond it wait in the queue without being received, so they burn no receive count towards the DLQ.
+          maxConcurrency: config.concurrency.settlementMaxConcurrency,
         }),
       );
     }
 
-    this.alarms = new OperationalAlarms(this, 'Alarms', {
+    const monitored = {
       config,
       functions: specs.map((spec) => ({ id: spec.id, function: this.fn(spec) })),
+      published: specs.flatMap((spec) => (spec.metrics ? [{ functionId: spec.id, ...spec.metrics }] : [])),
+      queue: this.settlement.queue,
       deadLetterQueue: this.settlement.deadLetterQueue,
       api: this.api.api,
+    };
+    this.alarms = new OperationalAlarms(this, 'Alarms', monitored);
+    this.dashboard = new OperationsDashboard(this, 'Operations', monitored);
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: this.alarms.topic.topicArn,
+      description: 'Every alarm of this environment is sent here; subscribe a pager or an address to it',
     });
 
     // The API's URL is an output already: RestApi adds one (ApiEndpoint...).
@@ -115,6 +137,8 @@ export class PaymentsStack extends Stack {
   private environmentFor(spec: FunctionSpec, config: EnvironmentConfig): Record<string, string> {
     const environment: Record<string, string> = {
       [FunctionEnv.serviceName]: 'payments',
+      // The alarms and the dashboard read the same namespace (lib/metrics/definitions.ts).
+      [FunctionEnv.metricsNamespace]: metricsNamespace(config.name),
       [FunctionEnv.logLevel]: config.logLevel,
       [FunctionEnv.leaseSeconds]: String(config.idempotency.leaseSeconds),
       [FunctionEnv.ttlSeconds]: String(config.idempotency.ttlSeconds),

@@ -7,6 +7,7 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { EnvironmentConfig } from './environments';
 import type { FunctionSpec } from './functions';
+import { localEsbuildVersion } from './local-esbuild';
 import { functionTimeoutSeconds } from './timing';
 
 /** Every function's runtime; esbuild's target follows from it (node22). */
@@ -25,6 +26,9 @@ const PROJECT_ROOT = path.resolve(__dirname, '..', '..');
  *   gives the module one.
  * - Minified with a source map; `NODE_OPTIONS=--enable-source-maps` (set on the function) maps stack traces back.
  */
+/** Powertools' own switch; lib/runtime/tracing.ts reads it, and only creates a Tracer when it is "true". */
+export const TRACE_ENABLED_ENV = 'POWERTOOLS_TRACE_ENABLED';
+
 /** Source maps on stack traces: every function gets it. */
 export const LAMBDA_NODE_OPTIONS = { NODE_OPTIONS: '--enable-source-maps' } as const;
 
@@ -36,12 +40,26 @@ export const LAMBDA_BUNDLING: BundlingOptions = {
   minify: true,
   sourceMap: true,
   forceDockerBundling: false,
+  define: tracingDefine(false),
 };
+
+/**
+ * The tracing switch as a bundle-time constant: esbuild replaces `process.env.POWERTOOLS_TRACE_ENABLED` with this
+ * literal, so that functions in an environment without tracing carry none of the tracer's code (see tracing.ts).
+ */
+function tracingDefine(enabled: boolean): Record<string, string> {
+  return { [`process.env.${TRACE_ENABLED_ENV}`]: JSON.stringify(String(enabled)) };
+}
+
+/** The bundling options for an environment: LAMBDA_BUNDLING, with tracing compiled in or out. */
+export function lambdaBundling(config: Pick<EnvironmentConfig, 'tracing'>): BundlingOptions {
+  return { ...LAMBDA_BUNDLING, define: tracingDefine(config.tracing) };
+}
 
 export interface ServiceFunctionProps {
   readonly spec: FunctionSpec;
   readonly config: EnvironmentConfig;
-  /** The function's environment, except NODE_OPTIONS which every function gets. */
+  /** The function's environment, except NODE_OPTIONS and POWERTOOLS_TRACE_ENABLED which every function gets. */
   readonly environment: Readonly<Record<string, string>>;
 }
 
@@ -59,6 +77,8 @@ export class ServiceFunction extends Construct {
 
   constructor(scope: Construct, id: string, { spec, config, environment }: ServiceFunctionProps) {
     super(scope, id);
+    // Before NodejsFunction, which would otherwise fall back to bundling in Docker.
+    localEsbuildVersion(PROJECT_ROOT);
     this.logGroup = new LogGroup(this, 'Logs', {
       retention: config.logRetention,
       removalPolicy: config.removalPolicy,
@@ -82,8 +102,9 @@ export class ServiceFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       tracing: config.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
-      environment: { ...LAMBDA_NODE_OPTIONS, ...environment },
-      bundling: LAMBDA_BUNDLING,
+      reservedConcurrentExecutions: config.concurrency.reserved[spec.id],
+      environment: { ...LAMBDA_NODE_OPTIONS, [TRACE_ENABLED_ENV]: String(config.tracing), ...environment },
+      bundling: lambdaBundling(config),
     });
 
     Validations.of(this.function).acknowledge({

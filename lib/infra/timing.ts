@@ -1,6 +1,7 @@
 import { type TimedFunction, type Timings, timingViolations as violationsOf } from '../timing/timing';
 import type { EnvironmentConfig } from './environments';
 import type { FunctionSpec } from './functions';
+import { SETTLEMENT_MAX_RECEIVE_COUNT } from './settlement-queue';
 
 /**
  * SQS visibility timeout as a multiple of the consumer's timeout. AWS recommends at least 6x for an SQS event
@@ -49,7 +50,12 @@ export function timingsOf(config: EnvironmentConfig, specs: readonly FunctionSpe
 
 /**
  * Every way an environment's timings break exactly-once processing, as sentences (empty when there is none): the
- * rules shared with the local stack (`lib/timing`), plus what CloudFormation needs (whole seconds and minutes).
+ * rules shared with the local stack (`lib/timing`), plus what only a deployment has:
+ *
+ * - whole seconds and minutes (what CloudFormation takes);
+ * - visibility timeout < settlement age alarm < receives × visibility timeout: one retry (a message hidden for one
+ *   visibility timeout) is normal and must not page; a message that fails every receive reaches the DLQ after about
+ *   receives × visibility timeout, and the age alarm exists to fire before that.
  */
 export function timingViolations(config: EnvironmentConfig, specs: readonly FunctionSpec[]): string[] {
   const { leaseSeconds, ttlSeconds, recoveryPeriodMinutes } = config.idempotency;
@@ -57,6 +63,15 @@ export function timingViolations(config: EnvironmentConfig, specs: readonly Func
   const violations: string[] = [];
   for (const [name, value] of Object.entries(whole)) {
     if (!Number.isInteger(value) || value <= 0) violations.push(`${name} must be a positive integer, got ${value}`);
+  }
+  const visibility = settlementVisibilityTimeoutSeconds(config);
+  const age = config.alarms.settlementAgeSeconds;
+  const deadLetterAfter = SETTLEMENT_MAX_RECEIVE_COUNT * visibility;
+  if (age <= visibility || age >= deadLetterAfter) {
+    violations.push(
+      `settlement age alarm (${age}s) must lie between the visibility timeout (${visibility}s) and the ` +
+        `${deadLetterAfter}s after which a failing settlement reaches the DLQ`,
+    );
   }
   return [...violations, ...violationsOf(timingsOf(config, specs))];
 }

@@ -1,9 +1,13 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type middy from '@middy/core';
+import { DEFAULT_METRICS_NAMESPACE, METRICS_NAMESPACE_ENV } from '../metrics/definitions';
 
-/** One Metrics instance per function, namespaced for the whole service (CloudWatch EMF via Powertools). */
+/**
+ * One Metrics instance per function (CloudWatch EMF via Powertools), in the namespace the stack sets for the
+ * environment; `serviceName` becomes the `service` dimension.
+ */
 export function serviceMetrics(serviceName: string): Metrics {
-  return new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? 'Keystone', serviceName });
+  return new Metrics({ namespace: process.env[METRICS_NAMESPACE_ENV] ?? DEFAULT_METRICS_NAMESPACE, serviceName });
 }
 
 /**

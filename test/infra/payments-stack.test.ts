@@ -1,11 +1,22 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { CfnResource } from 'aws-cdk-lib';
-import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { App, type CfnResource } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { TTL_ATTRIBUTE } from '../../lib/engine/layout';
-import type { PaymentsStack } from '../../lib/infra/payments-stack';
+import { AUTHORIZATION_HEADER_PATTERN } from '../../lib/infra/api';
+import { environments } from '../../lib/infra/environments';
+import { PaymentsStack } from '../../lib/infra/payments-stack';
+import { IdempotencyMetric, MetricService } from '../../lib/metrics/definitions';
+import { serviceMetrics } from '../../lib/runtime/metrics';
 import { idempotencyTable, paymentsTable, tableDefinitions } from '../../lib/tables/definitions';
-import { type CfnResourceJson, resourceOf, type SynthesizedApp, synthesize, TESTED_ENVIRONMENTS } from './synth';
+import {
+  CDK_JSON_CONTEXT,
+  type CfnResourceJson,
+  resourceOf,
+  type SynthesizedApp,
+  synthesize,
+  TESTED_ENVIRONMENTS,
+} from './synth';
 
 /**
  * The brief's access table, written out here rather than read from `functions.ts`, so that a change to a function's
@@ -178,6 +189,22 @@ describe('PaymentsStack', () => {
       }
     });
 
+    it('bundles the tracer (and the X-Ray SDK) only where tracing is on: prod, not dev', () => {
+      const { stacks, templates, outdir } = synthesized;
+      const bundleOf = (env: (typeof TESTED_ENVIRONMENTS)[number], id: string) => {
+        const { S3Key } = functionResource(stacks[env], templates[env], id).Properties.Code as { S3Key: string };
+        return readFileSync(path.join(outdir, `asset.${S3Key.replace(/\.zip$/, '')}`, 'index.mjs'), 'utf8');
+      };
+      for (const id of FUNCTION_IDS) {
+        // aws-xray-sdk-core's name for the middleware it adds to each captured AWS SDK client.
+        expect(bundleOf('prod', id)).toContain('XRaySDKInstrumentation');
+        expect(bundleOf('dev', id)).not.toContain('XRaySDKInstrumentation');
+        expect(bundleOf('dev', id)).not.toContain('@aws-lambda-powertools/tracer');
+        expect(environmentOf(functionResource(stacks.prod, templates.prod, id)).POWERTOOLS_TRACE_ENABLED).toBe('true');
+        expect(environmentOf(functionResource(stacks.dev, templates.dev, id)).POWERTOOLS_TRACE_ENABLED).toBe('false');
+      }
+    });
+
     it('gives each function its own log group, kept as long as the environment says', () => {
       const retention = { dev: 7, prod: 365 };
       for (const env of TESTED_ENVIRONMENTS) {
@@ -191,6 +218,20 @@ describe('PaymentsStack', () => {
           expect(resourceOf(template, stack, l1(service.logGroup)).Properties.RetentionInDays).toBe(retention[env]);
         }
       }
+    });
+
+    it('reserves concurrency for the authorizer and the payments function in prod, and for nothing in dev', () => {
+      const reserved = (env: (typeof TESTED_ENVIRONMENTS)[number]) =>
+        Object.fromEntries(
+          FUNCTION_IDS.map((id) => [
+            id,
+            functionResource(synthesized.stacks[env], synthesized.templates[env], id).Properties
+              .ReservedConcurrentExecutions,
+          ]).filter(([, value]) => value !== undefined),
+        );
+      expect(reserved('prod')).toEqual({ Authorizer: 50, PaymentsCreate: 400 });
+      // Dev accounts may start with a concurrency limit of 10, and a reservation there fails the deploy.
+      expect(reserved('dev')).toEqual({});
     });
 
     it('traces with X-Ray in prod only', () => {
@@ -213,10 +254,17 @@ describe('PaymentsStack', () => {
           const tables = Object.keys(DYNAMODB_ACCESS[id]!).map(
             (table) => tableDefinitions.find((definition) => definition.id === table)!.envVar,
           );
-          const common = ['IDEMPOTENCY_LEASE_SECONDS', 'IDEMPOTENCY_TTL_SECONDS', 'LOG_LEVEL', 'NODE_OPTIONS'];
-          expect(Object.keys(environment).sort()).toEqual(
-            [...common, 'POWERTOOLS_SERVICE_NAME', ...tables, ...extras[id]!].sort(),
-          );
+          const common = [
+            'IDEMPOTENCY_LEASE_SECONDS',
+            'IDEMPOTENCY_TTL_SECONDS',
+            'LOG_LEVEL',
+            'NODE_OPTIONS',
+            'POWERTOOLS_METRICS_NAMESPACE',
+            'POWERTOOLS_SERVICE_NAME',
+            'POWERTOOLS_TRACE_ENABLED',
+          ];
+          expect(Object.keys(environment).sort()).toEqual([...common, ...tables, ...extras[id]!].sort());
+          expect(environment.POWERTOOLS_METRICS_NAMESPACE).toBe(`Keystone/${stack.stackName.replace('Keystone-', '')}`);
           for (const definition of tableDefinitions) {
             if (environment[definition.envVar] === undefined) continue;
             expect(environment[definition.envVar]).toEqual(stack.resolve(stack.tables.get(definition).tableName));
@@ -317,6 +365,15 @@ describe('PaymentsStack', () => {
       });
     });
 
+    it("caps the consumers a backlog can take at the environment's maximum concurrency", () => {
+      const maxConcurrency = { dev: 2, prod: 10 };
+      for (const env of TESTED_ENVIRONMENTS) {
+        synthesized.templates[env].hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+          ScalingConfig: { MaximumConcurrency: maxConcurrency[env] },
+        });
+      }
+    });
+
     it('moves a settlement to the dead-letter queue after 5 receives, and keeps it there 14 days', () => {
       each((stack, template) => {
         const queue = resourceOf(template, stack, l1(stack.settlement.queue));
@@ -408,17 +465,41 @@ describe('PaymentsStack', () => {
       });
     });
 
-    it('authorizes the Authorization header through the authorizer function, caching the answer 5 minutes', () => {
-      each((stack, template) => {
+    it('authorizes the Authorization header through the authorizer function, cached as long as the environment says', () => {
+      const cacheSeconds = { dev: 0, prod: 60 };
+      for (const env of TESTED_ENVIRONMENTS) {
+        const stack = synthesized.stacks[env];
+        const template = synthesized.templates[env];
         template.resourceCountIs('AWS::ApiGateway::Authorizer', 1);
         const authorizerFunction = stack.getLogicalId(l1(stack.functions.get('Authorizer')!.function));
         template.hasResourceProperties('AWS::ApiGateway::Authorizer', {
           Type: 'TOKEN',
           IdentitySource: 'method.request.header.Authorization',
-          AuthorizerResultTtlInSeconds: 300,
+          AuthorizerResultTtlInSeconds: cacheSeconds[env],
         });
         const [authorizer] = Object.values(template.findResources('AWS::ApiGateway::Authorizer'));
         expect(JSON.stringify(authorizer?.Properties.AuthorizerUri)).toContain(`"${authorizerFunction}"`);
+      }
+    });
+
+    it('answers a malformed Authorization header with 401 before the authorizer function runs', () => {
+      each((_, template) => {
+        template.hasResourceProperties('AWS::ApiGateway::Authorizer', {
+          IdentityValidationExpression: AUTHORIZATION_HEADER_PATTERN,
+        });
+      });
+      const pattern = new RegExp(AUTHORIZATION_HEADER_PATTERN);
+      const accepted = ['Bearer sk_test_AbC-123_xyz', 'bearer sk_live_x', 'BEARER\tkey', 'Bearer  key'];
+      const rejected = ['', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'sk_test_abc', 'Bearer two words', 'Bearer kéy'];
+      expect(accepted.filter((header) => !pattern.test(header))).toEqual([]);
+      expect(rejected.filter((header) => pattern.test(header))).toEqual([]);
+    });
+
+    it('provisions no usage plans or API Gateway keys: per-client limits are the WAF per-key rule', () => {
+      each((_, template) => {
+        template.resourceCountIs('AWS::ApiGateway::UsagePlan', 0);
+        template.resourceCountIs('AWS::ApiGateway::ApiKey', 0);
+        template.allResourcesProperties('AWS::ApiGateway::Method', { ApiKeyRequired: Match.absent() });
       });
     });
 
@@ -496,6 +577,76 @@ describe('PaymentsStack', () => {
         );
       });
     });
+
+    describe('WAF rate limits', () => {
+      function rule(env: (typeof TESTED_ENVIRONMENTS)[number], name: string) {
+        const [acl] = Object.values(synthesized.templates[env].findResources('AWS::WAFv2::WebACL'));
+        const found = (acl!.Properties.Rules as { Name: string }[]).find((candidate) => candidate.Name === name);
+        if (!found) throw new Error(`no WAF rule ${name} in ${env}`);
+        return found as { Name: string; Action: unknown; Statement: { RateBasedStatement: Record<string, unknown> } };
+      }
+
+      it('limit each API key, not each IP, to its share of the stage: counted in prod until switched to block', () => {
+        expect(rule('prod', 'RatePerApiKey')).toMatchObject({
+          Action: { Count: {} },
+          Statement: {
+            RateBasedStatement: {
+              Limit: 30_000,
+              AggregateKeyType: 'CUSTOM_KEYS',
+              CustomKeys: [{ Header: { Name: 'authorization', TextTransformations: [{ Priority: 0, Type: 'NONE' }] } }],
+            },
+          },
+        });
+        expect(rule('dev', 'RatePerApiKey')).toMatchObject({
+          Action: { Block: {} },
+          Statement: { RateBasedStatement: { Limit: 1_500 } },
+        });
+      });
+
+      it("let one IP send at the stage's full rate before WAF blocks it", () => {
+        for (const env of TESTED_ENVIRONMENTS) {
+          const { RateBasedStatement } = rule(env, 'RatePerIp').Statement;
+          expect(RateBasedStatement.AggregateKeyType).toBe('IP');
+          expect(RateBasedStatement.Limit).toBe(environments[env].throttling.rateLimit * 300);
+        }
+        expect(rule('prod', 'RatePerIp').Action).toEqual({ Block: {} });
+      });
+
+      it('exempt exactly POST /webhooks/processor from the per-IP limit, and nothing that merely contains it', () => {
+        const exact = (field: string, value: string) => ({
+          ByteMatchStatement: {
+            FieldToMatch: { [field]: {} },
+            PositionalConstraint: 'EXACTLY',
+            SearchString: value,
+            TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+          },
+        });
+        for (const env of TESTED_ENVIRONMENTS) {
+          expect(rule(env, 'RatePerIp').Statement.RateBasedStatement.ScopeDownStatement).toEqual({
+            NotStatement: {
+              Statement: {
+                AndStatement: {
+                  Statements: [
+                    exact('Method', 'POST'),
+                    {
+                      OrStatement: {
+                        Statements: [
+                          exact('UriPath', '/v1/webhooks/processor'),
+                          exact('UriPath', '/webhooks/processor'),
+                        ],
+                      },
+                    },
+                  ],
+                },
+              },
+            },
+          });
+          expect(JSON.stringify(synthesized.templates[env].findResources('AWS::WAFv2::WebACL'))).not.toContain(
+            'CONTAINS',
+          );
+        }
+      });
+    });
   });
 
   describe('alarms', () => {
@@ -504,11 +655,10 @@ describe('PaymentsStack', () => {
       return Object.values(alarms) as CfnResourceJson[];
     }
 
-    it("alarms on each function's errors and throttles, on any dead letter, and on API 5xx", () => {
+    it("alarms on each function's errors and throttles, on any dead letter", () => {
       each((_, template) => {
         expect(alarmsOn(template, 'Errors')).toHaveLength(FUNCTION_IDS.length);
         expect(alarmsOn(template, 'Throttles')).toHaveLength(FUNCTION_IDS.length);
-        expect(alarmsOn(template, '5XXError')).toHaveLength(1);
         const [deadLetters] = alarmsOn(template, 'ApproximateNumberOfMessagesVisible');
         expect(deadLetters?.Properties).toMatchObject({
           Namespace: 'AWS/SQS',
@@ -518,17 +668,160 @@ describe('PaymentsStack', () => {
       });
     });
 
-    it('sends prod alarms to the on-call e-mail through SNS, and dev alarms nowhere', () => {
-      const { dev, prod } = synthesized.templates;
-      prod.resourceCountIs('AWS::SNS::Topic', 1);
-      prod.hasResourceProperties('AWS::SNS::Subscription', {
-        Protocol: 'email',
-        Endpoint: Match.stringLikeRegexp('@'),
+    it('alarms on a settlement still waiting after a few retries, well before it could reach the DLQ', () => {
+      const threshold = { dev: 600, prod: 360 };
+      for (const env of TESTED_ENVIRONMENTS) {
+        const { stacks, templates } = synthesized;
+        const alarms = alarmsOn(templates[env], 'ApproximateAgeOfOldestMessage');
+        expect(alarms).toHaveLength(1);
+        expect(alarms[0]!.Properties).toMatchObject({
+          Namespace: 'AWS/SQS',
+          Statistic: 'Maximum',
+          Period: 60,
+          Threshold: threshold[env],
+          Dimensions: [{ Name: 'QueueName', Value: stacks[env].resolve(stacks[env].settlement.queue.queueName) }],
+        });
+        // The DLQ takes 5 receives of 180 s each: 900 s.
+        expect(threshold[env]).toBeLessThan(900);
+      }
+    });
+
+    it("alarms on leases lost and takeovers for each function that counts them, in its environment's namespace", () => {
+      const takeovers = { dev: 5, prod: 3 };
+      for (const env of TESTED_ENVIRONMENTS) {
+        for (const [metric, threshold] of [
+          ['IdempotencyLeaseLost', 1],
+          ['IdempotencyTakeover', takeovers[env]],
+        ] as const) {
+          const alarms = alarmsOn(synthesized.templates[env], metric).map((alarm) => alarm.Properties);
+          expect(alarms.map((alarm) => alarm.Dimensions)).toEqual([
+            [{ Name: 'service', Value: 'payments' }],
+            [{ Name: 'service', Value: 'webhooks' }],
+          ]);
+          for (const alarm of alarms) {
+            expect(alarm).toMatchObject({ Namespace: `Keystone/${env}`, Statistic: 'Sum', Threshold: threshold });
+            expect(alarm.AlarmDescription).toEqual(expect.stringMatching(/.{60,}/));
+          }
+        }
+      }
+    });
+
+    it('alarms on exactly the namespace, name and dimension the function publishes', () => {
+      const { stacks, templates } = synthesized;
+      const fn = functionResource(stacks.prod, templates.prod, 'PaymentsCreate');
+      const saved = process.env.POWERTOOLS_METRICS_NAMESPACE;
+      process.env.POWERTOOLS_METRICS_NAMESPACE = environmentOf(fn).POWERTOOLS_METRICS_NAMESPACE as string;
+      try {
+        // What Powertools writes to the log (EMF) when payments-create counts a lost lease.
+        const metrics = serviceMetrics(MetricService.payments);
+        metrics.addMetric(IdempotencyMetric.leaseLost, 'Count', 1);
+        const emf = metrics.serializeMetrics() as unknown as {
+          _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+          [dimension: string]: unknown;
+        };
+        const [published] = emf._aws.CloudWatchMetrics;
+        const dimensions = published!.Dimensions[0]!.map((name) => ({ Name: name, Value: emf[name] }));
+        const alarm = alarmsOn(templates.prod, published!.Metrics[0]!.Name).find(
+          (candidate) => JSON.stringify(candidate.Properties.Dimensions) === JSON.stringify(dimensions),
+        );
+        expect(alarm?.Properties.Namespace).toBe(published!.Namespace);
+      } finally {
+        if (saved === undefined) delete process.env.POWERTOOLS_METRICS_NAMESPACE;
+        else process.env.POWERTOOLS_METRICS_NAMESPACE = saved;
+      }
+    });
+
+    it('alarms on the share of API requests answered 5xx, not on single errors', () => {
+      each((_, template) => {
+        expect(alarmsOn(template, '5XXError')).toHaveLength(0);
+        const rate = Object.values(template.findResources('AWS::CloudWatch::Alarm')).filter(
+          (alarm) => alarm.Properties.Metrics !== undefined,
+        );
+        expect(rate).toHaveLength(1);
+        const metrics = rate[0]!.Properties.Metrics as { Id: string; Expression?: string; MetricStat?: unknown }[];
+        expect(metrics.find((metric) => metric.Expression)?.Expression).toMatch(
+          /^IF\(requests >= \d+, 100 \* errors \/ requests, 0\)$/,
+        );
+        expect(JSON.stringify(metrics)).toContain('"MetricName":"5XXError"');
+        expect(JSON.stringify(metrics)).toContain('"MetricName":"Count"');
       });
-      const topic = Object.keys(prod.findResources('AWS::SNS::Topic'))[0];
-      prod.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [{ Ref: topic }] });
-      dev.resourceCountIs('AWS::SNS::Topic', 0);
-      dev.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: Match.absent() });
+      expect(
+        Object.values(synthesized.templates.prod.findResources('AWS::CloudWatch::Alarm')).find(
+          (alarm) => alarm.Properties.Metrics,
+        )?.Properties.Threshold,
+      ).toBe(1);
+    });
+
+    it("sends every alarm of every environment, and its recovery, to that environment's topic", () => {
+      each((_, template) => {
+        template.resourceCountIs('AWS::SNS::Topic', 1);
+        const topic = Object.keys(template.findResources('AWS::SNS::Topic'))[0];
+        template.allResourcesProperties('AWS::CloudWatch::Alarm', {
+          AlarmActions: [{ Ref: topic }],
+          OKActions: [{ Ref: topic }],
+        });
+        template.hasOutput('AlarmTopicArn', { Value: { Ref: topic } });
+      });
+    });
+
+    it("subscribes the environment's addresses and endpoints to its topic, and no placeholder", () => {
+      each((_, template) => template.resourceCountIs('AWS::SNS::Subscription', 0));
+      const app = new App({ context: { ...CDK_JSON_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
+      const config = {
+        ...environments.prod,
+        alarms: {
+          ...environments.prod.alarms,
+          subscriptions: [
+            { protocol: 'email', address: 'oncall@payments.test' },
+            { protocol: 'https', url: 'https://pager.test/integration/keystone' },
+          ] as const,
+        },
+      };
+      const template = Template.fromStack(new PaymentsStack(app, 'Subscribed', { config }));
+      const topic = Object.keys(template.findResources('AWS::SNS::Topic'))[0];
+      template.resourceCountIs('AWS::SNS::Subscription', 2);
+      template.hasResourceProperties('AWS::SNS::Subscription', {
+        Protocol: 'email',
+        Endpoint: 'oncall@payments.test',
+        TopicArn: { Ref: topic },
+      });
+      template.hasResourceProperties('AWS::SNS::Subscription', {
+        Protocol: 'https',
+        Endpoint: 'https://pager.test/integration/keystone',
+      });
+    });
+  });
+
+  describe('dashboard', () => {
+    function body(env: (typeof TESTED_ENVIRONMENTS)[number]): string {
+      const dashboards = Object.values(synthesized.templates[env].findResources('AWS::CloudWatch::Dashboard'));
+      expect(dashboards).toHaveLength(1);
+      expect(dashboards[0]!.Properties.DashboardName).toBe(`Keystone-${env}-operations`);
+      // The body is a Fn::Join of JSON text and references; the text is what the checks below read.
+      return JSON.stringify(dashboards[0]!.Properties.DashboardBody);
+    }
+
+    it("charts requests, each idempotency outcome per function, in the environment's namespace", () => {
+      for (const env of TESTED_ENVIRONMENTS) {
+        const text = body(env);
+        expect(text).toContain('\\"Count\\"');
+        for (const name of ['Replayed', 'InFlight', 'Mismatch', 'Takeover', 'LeaseLost']) {
+          for (const service of ['payments', 'webhooks']) {
+            expect(text).toContain(`[\\"Keystone/${env}\\",\\"Idempotency${name}\\",\\"service\\",\\"${service}\\"`);
+          }
+        }
+      }
+    });
+
+    it("charts latency p50 and p99 per function, the queue's depth and age, and the DLQ's depth", () => {
+      const text = body('prod');
+      for (const id of FUNCTION_IDS) {
+        expect(text).toContain(`\\"label\\":\\"${id}\\",\\"period\\":60,\\"stat\\":\\"p50\\"`);
+        expect(text).toContain(`\\"label\\":\\"${id}\\",\\"period\\":60,\\"stat\\":\\"p99\\"`);
+      }
+      for (const metric of ['ApproximateNumberOfMessagesVisible', 'ApproximateAgeOfOldestMessage', 'dead letters']) {
+        expect(text).toContain(metric);
+      }
     });
   });
 

@@ -1,10 +1,21 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { App, type CfnElement, type IResolvable, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { environments } from '../../lib/infra/environments';
 import { PaymentsStack } from '../../lib/infra/payments-stack';
+
+/**
+ * A deprecated aws-cdk-lib API throws instead of printing a [WARNING] line: synth output stays warning-free because a
+ * test fails first. (`npm run synth` sets the same.)
+ */
+process.env.JSII_DEPRECATED = 'fail';
+
+/** cdk.json's context (the feature flags): the tests synthesize what `cdk synth` and `cdk deploy` synthesize. */
+export const CDK_JSON_CONTEXT: Record<string, unknown> = JSON.parse(
+  readFileSync(path.join(__dirname, '..', '..', 'cdk.json'), 'utf8'),
+).context;
 
 /** The environments the tests synthesize: the two ends (staging sits between them in `environments.ts`). */
 export const TESTED_ENVIRONMENTS = ['dev', 'prod'] as const;
@@ -29,7 +40,7 @@ export function synthesize({ bundle }: { bundle: boolean }): SynthesizedApp {
   const app = new App({
     outdir,
     builtinCloudFormationValidation: false,
-    context: bundle ? {} : { 'aws:cdk:bundling-stacks': [] },
+    context: { ...CDK_JSON_CONTEXT, ...(bundle ? {} : { 'aws:cdk:bundling-stacks': [] }) },
   });
   const stacks = {
     dev: new PaymentsStack(app, environments.dev.stackName, { config: environments.dev }),

@@ -29,7 +29,7 @@ describe('timingViolations', () => {
 
   it('rejects a lease that a function can outlive', () => {
     const violations = timingViolations(prodWith({ timeouts: { queueConsumerSeconds: 90 } }), serviceFunctions);
-    expect(violations).toEqual(["lease (90s) must be longer than SettlementConsumer's timeout (90s)"]);
+    expect(violations).toContain("lease (90s) must be longer than SettlementConsumer's timeout (90s)");
   });
 
   it('rejects a completer that comes around less often than the lease', () => {
@@ -68,6 +68,19 @@ describe('timingViolations', () => {
     expect(timingViolations(config, serviceFunctions)).toEqual([
       'lease (200s) must not exceed the settlement visibility timeout (180s)',
     ]);
+  });
+
+  it('rejects a settlement age alarm that one normal retry trips, or that only fires after the DLQ', () => {
+    const withAge = (settlementAgeSeconds: number) => ({
+      ...environments.prod,
+      alarms: { ...environments.prod.alarms, settlementAgeSeconds },
+    });
+    const sentence = (age: number) =>
+      `settlement age alarm (${age}s) must lie between the visibility timeout (180s) and the 900s after which a ` +
+      'failing settlement reaches the DLQ';
+    expect(timingViolations(withAge(180), serviceFunctions)).toEqual([sentence(180)]);
+    expect(timingViolations(withAge(900), serviceFunctions)).toEqual([sentence(900)]);
+    expect(timingViolations(withAge(181), serviceFunctions)).toEqual([]);
   });
 
   it("rejects an integration timeout beyond API Gateway's 29 s, and non-integer seconds", () => {

@@ -1,0 +1,102 @@
+import { Duration, Stack } from 'aws-cdk-lib';
+import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
+import { Dashboard, GraphWidget, type IMetric, TextWidget } from 'aws-cdk-lib/aws-cloudwatch';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { metricsNamespace } from '../metrics/definitions';
+import type { EnvironmentConfig } from './environments';
+import { type PublishedMetrics, serviceMetric } from './service-metrics';
+
+export interface OperationsDashboardProps {
+  readonly config: EnvironmentConfig;
+  readonly api: RestApi;
+  readonly functions: readonly { readonly id: string; readonly function: IFunction }[];
+  readonly published: readonly PublishedMetrics[];
+  readonly queue: IQueue;
+  readonly deadLetterQueue: IQueue;
+}
+
+const WIDTH = 24;
+const HEIGHT = 6;
+
+/**
+ * One CloudWatch dashboard per environment (`<stack name>-operations`), top to bottom: the API's requests, errors and
+ * latency; each function's idempotency outcomes (replays, in-flight duplicates, mismatches, takeovers, leases lost,
+ * and whatever else its spec declares); latency p50 and p99 per function; the settlement queue's depth and age, and
+ * the dead-letter queue's depth. Built from lists, like the alarms: new functions and metrics appear by themselves.
+ */
+export class OperationsDashboard extends Construct {
+  readonly dashboard: Dashboard;
+
+  constructor(scope: Construct, id: string, props: OperationsDashboardProps) {
+    super(scope, id);
+    const { config, api, functions, published, queue, deadLetterQueue } = props;
+    const period = Duration.minutes(1);
+    const stackName = Stack.of(this).stackName;
+    this.dashboard = new Dashboard(this, 'Dashboard', {
+      dashboardName: `${stackName}-operations`,
+      defaultInterval: Duration.hours(3),
+    });
+
+    this.dashboard.addWidgets(
+      new TextWidget({
+        markdown: `# Keystone payments (${config.name})\nMetrics namespace \`${metricsNamespace(config.name)}\`.`,
+        width: WIDTH,
+        height: 2,
+      }),
+    );
+    this.dashboard.addWidgets(
+      graph('API requests', [api.metricCount({ period, statistic: 'Sum', label: 'requests' })]),
+      graph('API errors', [
+        api.metricClientError({ period, statistic: 'Sum', label: '4xx' }),
+        api.metricServerError({ period, statistic: 'Sum', label: '5xx' }),
+      ]),
+      graph('API latency (ms)', [
+        api.metricLatency({ period, statistic: 'p50', label: 'p50' }),
+        api.metricLatency({ period, statistic: 'p99', label: 'p99' }),
+      ]),
+    );
+    const outcomes = published.map(({ functionId, service, names }) =>
+      graph(
+        `${functionId} idempotency outcomes`,
+        names.map((name) => serviceMetric(config, service, name, period).with({ label: name })),
+        WIDTH / 2,
+      ),
+    );
+    // Two to a row: the dashboard's row wraps past its 24 columns.
+    if (outcomes.length > 0) this.dashboard.addWidgets(...outcomes);
+    this.dashboard.addWidgets(
+      graph(
+        'Function latency p50 (ms)',
+        functions.map(({ id: fnId, function: fn }) => fn.metricDuration({ period, statistic: 'p50', label: fnId })),
+        WIDTH / 2,
+      ),
+      graph(
+        'Function latency p99 (ms)',
+        functions.map(({ id: fnId, function: fn }) => fn.metricDuration({ period, statistic: 'p99', label: fnId })),
+        WIDTH / 2,
+      ),
+    );
+    this.dashboard.addWidgets(
+      graph('Settlement queue depth', [
+        queue.metricApproximateNumberOfMessagesVisible({ period, statistic: 'Maximum', label: 'waiting' }),
+        queue.metricApproximateNumberOfMessagesNotVisible({ period, statistic: 'Maximum', label: 'in flight' }),
+      ]),
+      graph('Oldest settlement (s)', [
+        queue.metricApproximateAgeOfOldestMessage({ period, statistic: 'Maximum', label: 'age' }),
+      ]),
+      graph('Dead-letter queue depth', [
+        deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period,
+          statistic: 'Maximum',
+          label: 'dead letters',
+        }),
+      ]),
+    );
+  }
+}
+
+function graph(title: string, left: IMetric[], width = WIDTH / 3): GraphWidget {
+  return new GraphWidget({ title, left, width, height: HEIGHT });
+}

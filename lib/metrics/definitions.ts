@@ -1,0 +1,47 @@
+/**
+ * The service's CloudWatch metrics, described once. The functions publish them (Powertools Metrics, EMF) and the CDK
+ * stack alarms on them and charts them, both from these names, so the two cannot drift. Plain data: no CDK, no SDK
+ * imports (like `lib/tables/definitions.ts`).
+ */
+
+/** The function environment variable Powertools Metrics reads its namespace from; the stack sets it per environment. */
+export const METRICS_NAMESPACE_ENV = 'POWERTOOLS_METRICS_NAMESPACE';
+
+/** Where metrics go when nothing set the namespace (local runs, tests). */
+export const DEFAULT_METRICS_NAMESPACE = 'Keystone';
+
+/**
+ * One namespace per deployed environment: two environments in one account must not add up into one set of metrics
+ * (prod's alarm firing on staging's load test).
+ *
+ * @example
+ * metricsNamespace('prod'); // 'Keystone/prod'
+ */
+export function metricsNamespace(environmentName: string): string {
+  return `${DEFAULT_METRICS_NAMESPACE}/${environmentName}`;
+}
+
+/** Powertools Metrics puts the function's service name in this dimension of every metric. */
+export const SERVICE_DIMENSION = 'service';
+
+/** The `service` dimension's values: which function's outcomes a metric counts. */
+export const MetricService = {
+  /** POST /payments */
+  payments: 'payments',
+  /** POST /webhooks/processor */
+  webhooks: 'webhooks',
+} as const;
+export type MetricServiceName = (typeof MetricService)[keyof typeof MetricService];
+
+/** The outcome counters the HTTP idempotency middleware emits, one per request. */
+export const IdempotencyMetric = {
+  claimed: 'IdempotencyClaimed',
+  takeover: 'IdempotencyTakeover',
+  replayed: 'IdempotencyReplayed',
+  inFlight: 'IdempotencyInFlight',
+  mismatch: 'IdempotencyMismatch',
+  committed: 'IdempotencyCommitted',
+  released: 'IdempotencyReleased',
+  leaseLost: 'IdempotencyLeaseLost',
+} as const;
+export type IdempotencyMetricName = (typeof IdempotencyMetric)[keyof typeof IdempotencyMetric];

@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import semver from 'semver';
+import { LAMBDA_RUNTIME } from '../lib/infra/service-function';
+
+/**
+ * One Node version story: package.json's engines name the supported lines, .nvmrc picks the one to develop on,
+ * Lambda runs one of them, and every locked package installs on all of them.
+ */
+const ROOT = path.resolve(__dirname, '..');
+const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8'));
+const engines: string = pkg.engines.node;
+const nvmrc = readFileSync(path.join(ROOT, '.nvmrc'), 'utf8').trim();
+
+/** The oldest release of each supported line (`^20.20.0 || ^22.12.0` → 20.20.0, 22.12.0). */
+const oldestSupported = new semver.Range(engines).set.map((comparators) =>
+  semver.minVersion(new semver.Range(comparators.map((comparator) => comparator.value).join(' '))),
+);
+
+describe('Node versions', () => {
+  it('supports exactly two lines: 20.20 (this machine and CI) and 22 (the Lambda runtime)', () => {
+    expect(oldestSupported.map(String)).toEqual(['20.20.0', '22.12.0']);
+    expect(semver.satisfies(process.version, engines)).toBe(true);
+  });
+
+  it("develops on the Lambda runtime's line (.nvmrc)", () => {
+    expect(LAMBDA_RUNTIME.name).toBe(`nodejs${nvmrc}.x`);
+    // `nvm use` picks the newest 22 installed; engines must accept that line.
+    expect(semver.intersects(nvmrc, engines)).toBe(true);
+  });
+
+  it('locks no package that refuses a supported line (npm would warn EBADENGINE, or worse, break on it)', () => {
+    const refusing: string[] = [];
+    for (const [location, entry] of Object.entries(lock.packages as Record<string, { engines?: { node?: string } }>)) {
+      const range = entry.engines?.node;
+      if (!location || !range) continue;
+      for (const version of oldestSupported) {
+        if (!semver.satisfies(version!, range)) refusing.push(`${location} (node ${range}) refuses ${version}`);
+      }
+    }
+    expect(refusing).toEqual([]);
+  });
+});
