@@ -2,10 +2,13 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import type { RecoveryReport } from '../lib/engine/recovery';
+import { MetricService, RecoveryMetric } from '../lib/metrics/definitions';
 import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
-import { RecoveryMetric, recoverPayments } from '../lib/payments/recovery';
+import { recoverPayments } from '../lib/payments/recovery';
+import { documentClient } from '../lib/runtime/clients';
 import { numberEnv } from '../lib/runtime/env';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
+import { tracing } from '../lib/runtime/tracing';
 
 /**
  * The completer, on a schedule: the backstop for payments whose client never came back and whose processor event
@@ -14,7 +17,7 @@ import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
  * operation abandoned. Nothing is ever charged by this function: it only looks.
  */
 const logger = new Logger({ serviceName: 'payments-completer' });
-const metrics = serviceMetrics('payments');
+const metrics = serviceMetrics(MetricService.recovery);
 const deps = { store: idempotencyStore(), payments: paymentsStore(), processor: processorClient() };
 /**
  * Stop taking operations once one more might not finish its processor lookup. A run cut short is harmless (the
@@ -34,4 +37,6 @@ async function completeAbandonedPayments(_event: ScheduledEvent, context: Contex
   return report;
 }
 
-export const handler = middy<ScheduledEvent, RecoveryReport>(completeAbandonedPayments).use(publishMetrics(metrics));
+export const handler = middy<ScheduledEvent, RecoveryReport>(completeAbandonedPayments)
+  .use(tracing('payments-completer', [documentClient()]))
+  .use(publishMetrics(metrics));

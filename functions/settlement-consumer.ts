@@ -18,8 +18,8 @@ import { byBodyField } from '../lib/sqs/record-key';
  * goes to the DLQ at once. Other failures go back to the queue as partial batch failures.
  */
 const logger = new Logger({ serviceName: 'settlement' });
-// Recovery metrics are counted under the payments service, wherever the recovery happened.
-const metrics = serviceMetrics(MetricService.payments);
+// Recovery has its own service dimension: settlement and the completer count into the same metrics.
+const metrics = serviceMetrics(MetricService.recovery);
 const payments = paymentsStore();
 
 const settle = makeSqsIdempotentHandler({

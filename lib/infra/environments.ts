@@ -1,6 +1,11 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { IdempotencyMetric, type IdempotencyMetricName } from '../metrics/definitions';
+import {
+  IdempotencyMetric,
+  type IdempotencyMetricName,
+  RecoveryMetric,
+  type RecoveryMetricName,
+} from '../metrics/definitions';
 
 /** The deployable environments. Each one is its own stack (`Keystone-<name>`), its own tables and its own API. */
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
@@ -8,9 +13,9 @@ export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
 
 export type FirewallAction = 'count' | 'block';
 
-/** An idempotency outcome metric to alarm on, by its name in `lib/metrics/definitions.ts`. */
+/** An idempotency or recovery outcome metric to alarm on, by its name in `lib/metrics/definitions.ts`. */
 export interface OutcomeAlarm {
-  readonly metric: IdempotencyMetricName;
+  readonly metric: IdempotencyMetricName | RecoveryMetricName;
   readonly threshold: number;
   /** What it means when it fires: the alarm's description, for whoever is paged. */
   readonly meaning: string;
@@ -167,8 +172,8 @@ const shared = {
   apiGatewayLoggingRole: 'account-stack',
 } as const satisfies Partial<EnvironmentConfig>;
 
-/** The idempotency outcomes that page, with the thresholds that differ per environment. */
-function outcomeAlarms(takeovers: number): OutcomeAlarm[] {
+/** The idempotency and recovery outcomes that page, with the thresholds that differ per environment. */
+function outcomeAlarms(takeovers: number, completedWithoutClient = 3): OutcomeAlarm[] {
   return [
     {
       metric: IdempotencyMetric.leaseLost,
@@ -183,6 +188,22 @@ function outcomeAlarms(takeovers: number): OutcomeAlarm[] {
       meaning:
         'Retries took over keys whose owner died mid-request (crash or timeout): look for the errors or timeouts ' +
         'of the function around the same time.',
+    },
+    {
+      metric: RecoveryMetric.completedWithoutClient,
+      threshold: completedWithoutClient,
+      meaning:
+        'Payments were charged but their client never got the answer (lost replies, timeouts, crashes): recovery ' +
+        'recorded them from the charge. The money is safe; look at why clients are losing answers (processor ' +
+        'latency against the timeouts, function errors) and whether customers were shown an error.',
+    },
+    {
+      metric: RecoveryMetric.abandoned,
+      threshold: 10,
+      meaning:
+        'Payment attempts were given up: no charge was made under their key and their client never came back ' +
+        '(a processor outage, or clients that do not retry). Nothing was charged; check processor availability ' +
+        "and the clients' retry behaviour.",
     },
   ];
 }

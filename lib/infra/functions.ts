@@ -1,18 +1,28 @@
+import { RECOVERY_INDEX } from '../engine/layout';
 import {
   IdempotencyMetric,
   METRICS_NAMESPACE_ENV,
   MetricService,
   type MetricServiceName,
+  RecoveryMetric,
 } from '../metrics/definitions';
 import { jsonObjectModel, type RequestModel } from '../openapi/request-models';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../tables/definitions';
 
 /**
- * The DynamoDB actions a function can be granted. Scan, Query, BatchWriteItem and DeleteItem are deliberately not
- * here: nothing needs them, and a grant that cannot be written cannot be over-granted. (TransactWriteItems has no
- * action of its own: IAM checks each PutItem, UpdateItem and ConditionCheckItem inside the transaction.)
+ * The DynamoDB actions a function can be granted on a table. Scan, Query, BatchWriteItem and DeleteItem are
+ * deliberately not here: nothing needs them on a table, and a grant that cannot be written cannot be over-granted.
+ * (TransactWriteItems has no action of its own: IAM checks each PutItem, UpdateItem and ConditionCheckItem inside
+ * the transaction.) Query is granted on an index only, through a table entry's `queries`.
  */
 export type DynamoDbAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'ConditionCheckItem';
+
+/** One table a function touches: the actions on the table itself, and the indexes it may Query (only those). */
+export interface TableAccess {
+  readonly table: TableDefinition;
+  readonly actions: readonly DynamoDbAction[];
+  readonly queries?: readonly string[];
+}
 
 /**
  * What the idempotency engine does to its table: read a record, claim a key (conditional put), commit or release it
@@ -49,6 +59,7 @@ export type RouteTrigger = Extract<FunctionTrigger, { readonly kind: 'route' }>;
 /** Environment variable names shared with the runtime code (which reads them; infra may not import it). */
 export const FunctionEnv = {
   settlementQueueUrl: 'SETTLEMENT_QUEUE_URL',
+  settlementDeadLetterUrl: 'SETTLEMENT_DLQ_URL',
   webhookSecretArn: 'PROCESSOR_WEBHOOK_SECRET_ARN',
   processorUrl: 'PROCESSOR_URL',
   processorTimeoutMs: 'PROCESSOR_TIMEOUT_MS',
@@ -72,10 +83,16 @@ export interface FunctionSpec {
   readonly description: string;
   readonly memoryMb: number;
   readonly trigger: FunctionTrigger;
-  /** Per table, the only actions allowed, on the table itself (no indexes exist, so none are granted). */
-  readonly tables: readonly { readonly table: TableDefinition; readonly actions: readonly DynamoDbAction[] }[];
+  /** Per table, the only actions allowed, on the table itself, and the only indexes it may Query. */
+  readonly tables: readonly TableAccess[];
   /** Sends to the settlement queue (SendMessage, and its URL in the environment). */
   readonly sendsSettlements?: boolean;
+  /**
+   * Consumes the settlement queue and acts on it beyond failing a record: sends records back sooner
+   * (ChangeMessageVisibility, which the event source grants) and moves records that can never succeed to the DLQ
+   * (SendMessage on the DLQ). Both URLs in the environment.
+   */
+  readonly movesSettlements?: boolean;
   /** Reads the processor's webhook signing secret (its ARN in the environment). */
   readonly readsWebhookSecret?: boolean;
   readonly calls?: readonly Downstream[];
@@ -165,13 +182,31 @@ export const serviceFunctions: readonly FunctionSpec[] = [
   {
     id: 'SettlementConsumer',
     entry: 'functions/settlement-consumer.ts',
-    description: 'Settlement queue consumer: settles the payment once per event and notifies the mailer',
+    description: 'Settlement queue consumer: settles the payment once per event, sends its receipt, completes orphans',
     memoryMb: 512,
     trigger: { kind: 'settlement-queue', batchSize: 10 },
     tables: [
       { table: idempotencyTable, actions: ENGINE_ACTIONS },
-      { table: paymentsTable, actions: ['GetItem', 'UpdateItem', 'ConditionCheckItem'] },
+      // PutItem: a payment whose client never came back is recorded from its charge (in the operation's commit).
+      { table: paymentsTable, actions: ['GetItem', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
     ],
     calls: ['mailer'],
+    movesSettlements: true,
+    metrics: { service: MetricService.recovery, names: Object.values(RecoveryMetric) },
+  },
+  {
+    id: 'PaymentsCompleter',
+    entry: 'functions/payments-completer.ts',
+    description: 'Every few minutes: finishes payments whose client never came back, from the processor, or abandons',
+    memoryMb: 512,
+    trigger: { kind: 'schedule' },
+    tables: [
+      // Reads and takes over due operations (fenced updates), commits or abandons them; finds them by the sparse
+      // recovery index only, never by scanning.
+      { table: idempotencyTable, actions: ['GetItem', 'UpdateItem'], queries: [RECOVERY_INDEX] },
+      { table: paymentsTable, actions: ['GetItem', 'PutItem', 'ConditionCheckItem'] },
+    ],
+    calls: ['processor'],
+    metrics: { service: MetricService.recovery, names: Object.values(RecoveryMetric) },
   },
 ];

@@ -1,4 +1,6 @@
-import { CfnOutput, Stack, type StackProps, Tags, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Stack, type StackProps, Tags, Validations } from 'aws-cdk-lib';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -12,6 +14,7 @@ import { ApiFirewall } from './firewall';
 import { FunctionEnv, type FunctionSpec, serviceFunctions } from './functions';
 import { assertLimits } from './limits';
 import { ServiceFunction } from './service-function';
+import { publishedMetrics } from './service-metrics';
 import { SettlementQueue } from './settlement-queue';
 import { DataTables } from './tables';
 import { assertTiming } from './timing';
@@ -93,6 +96,16 @@ export class PaymentsStack extends Stack {
     });
 
     for (const spec of specs) {
+      if (spec.trigger.kind !== 'schedule') continue;
+      new Rule(this, `${spec.id}Schedule`, {
+        description: `Runs ${spec.id} every ${config.idempotency.recoveryPeriodMinutes} minute(s)`,
+        schedule: Schedule.rate(Duration.minutes(config.idempotency.recoveryPeriodMinutes)),
+        // No retries of a failed run: the next one comes within the period, and finds the same work due.
+        targets: [new LambdaFunction(this.fn(spec), { retryAttempts: 0 })],
+      });
+    }
+
+    for (const spec of specs) {
       if (spec.trigger.kind !== 'settlement-queue') continue;
       this.fn(spec).addEventSource(
         new SqsEventSource(this.settlement.queue, {
@@ -109,7 +122,7 @@ export class PaymentsStack extends Stack {
     const monitored = {
       config,
       functions: specs.map((spec) => ({ id: spec.id, function: this.fn(spec) })),
-      published: specs.flatMap((spec) => (spec.metrics ? [{ functionId: spec.id, ...spec.metrics }] : [])),
+      published: publishedMetrics(specs),
       queue: this.settlement.queue,
       deadLetterQueue: this.settlement.deadLetterQueue,
       api: this.api.api,
@@ -144,7 +157,12 @@ export class PaymentsStack extends Stack {
       [FunctionEnv.ttlSeconds]: String(config.idempotency.ttlSeconds),
     };
     for (const { table } of spec.tables) environment[table.envVar] = this.tables.get(table).tableName;
-    if (spec.sendsSettlements) environment[FunctionEnv.settlementQueueUrl] = this.settlement.queue.queueUrl;
+    if (spec.sendsSettlements || spec.movesSettlements) {
+      environment[FunctionEnv.settlementQueueUrl] = this.settlement.queue.queueUrl;
+    }
+    if (spec.movesSettlements) {
+      environment[FunctionEnv.settlementDeadLetterUrl] = this.settlement.deadLetterQueue.queueUrl;
+    }
     if (spec.readsWebhookSecret) environment[FunctionEnv.webhookSecretArn] = this.webhookSecret.secretArn;
     if (spec.calls?.includes('processor')) {
       environment[FunctionEnv.processorUrl] = config.processorUrl;
@@ -156,19 +174,31 @@ export class PaymentsStack extends Stack {
 
   /** Exactly the spec's permissions, each action named, on its one resource. */
   private grant(spec: FunctionSpec, service: ServiceFunction): void {
-    for (const { table, actions } of spec.tables) {
+    for (const { table, actions, queries = [] } of spec.tables) {
+      const { tableArn } = this.tables.get(table);
       service.role.addToPrincipalPolicy(
-        new PolicyStatement({
-          actions: actions.map((action) => `dynamodb:${action}`),
-          resources: [this.tables.get(table).tableArn],
-        }),
+        new PolicyStatement({ actions: actions.map((action) => `dynamodb:${action}`), resources: [tableArn] }),
       );
+      // Query on the named indexes only: an index holds the keys of a few items, the table all of them.
+      if (queries.length > 0) {
+        service.role.addToPrincipalPolicy(
+          new PolicyStatement({
+            actions: ['dynamodb:Query'],
+            resources: queries.map((index) => `${tableArn}/index/${index}`),
+          }),
+        );
+      }
     }
     // Written out rather than grantSendMessages/grantRead, which add GetQueueUrl, GetQueueAttributes and
     // DescribeSecret: the functions get the queue URL and the secret ARN from their environment.
     if (spec.sendsSettlements) {
       service.role.addToPrincipalPolicy(
         new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.settlement.queue.queueArn] }),
+      );
+    }
+    if (spec.movesSettlements) {
+      service.role.addToPrincipalPolicy(
+        new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.settlement.deadLetterQueue.queueArn] }),
       );
     }
     if (spec.readsWebhookSecret) {

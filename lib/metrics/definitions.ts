@@ -30,6 +30,8 @@ export const MetricService = {
   payments: 'payments',
   /** POST /webhooks/processor */
   webhooks: 'webhooks',
+  /** Payments finished or given up without their client: published by settlement and by the completer alike. */
+  recovery: 'payment-recovery',
 } as const;
 export type MetricServiceName = (typeof MetricService)[keyof typeof MetricService];
 
@@ -45,3 +47,12 @@ export const IdempotencyMetric = {
   leaseLost: 'IdempotencyLeaseLost',
 } as const;
 export type IdempotencyMetricName = (typeof IdempotencyMetric)[keyof typeof IdempotencyMetric];
+
+/** What recovery counts: operations whose client never came back, finished from their charge or given up. */
+export const RecoveryMetric = {
+  /** A charge was found and its payment recorded (and its 201 stored) without the client that made it. */
+  completedWithoutClient: 'PaymentsCompletedWithoutClient',
+  /** No charge was found under the operation's downstream key, and its client is gone: given up. */
+  abandoned: 'PaymentsAbandoned',
+} as const;
+export type RecoveryMetricName = (typeof RecoveryMetric)[keyof typeof RecoveryMetric];

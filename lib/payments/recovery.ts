@@ -24,11 +24,8 @@ import type { PaymentsStore } from './store';
  * `paymentFromCharge` the handler uses, so the stored 201 is the one the handler would have answered.
  */
 
-/** Counted by whichever function finished or gave up an operation (service dimension `payments`). */
-export const RecoveryMetric = {
-  completedWithoutClient: 'PaymentsCompletedWithoutClient',
-  abandoned: 'PaymentsAbandoned',
-} as const;
+/** Counted by whichever function finished or gave up an operation (service dimension `payment-recovery`). */
+export { RecoveryMetric } from '../metrics/definitions';
 
 export interface PaymentRecoveryDeps {
   readonly store: IdempotencyStore;

@@ -1,6 +1,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import type { Clock } from '../engine/clock';
-import { type ChargeCompletion, completeFromCharge, RecoveryMetric } from '../payments/recovery';
+import { RecoveryMetric } from '../metrics/definitions';
+import { type ChargeCompletion, completeFromCharge } from '../payments/recovery';
 import type { PaymentsStore } from '../payments/store';
 import { DeadLetterError, RetryLaterError } from '../sqs/errors';
 import type { SqsRecordContext } from '../sqs/record-context';

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { App, type CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { TTL_ATTRIBUTE } from '../../lib/engine/layout';
+import { RECOVERY_INDEX, TTL_ATTRIBUTE } from '../../lib/engine/layout';
 import { AUTHORIZATION_HEADER_PATTERN } from '../../lib/infra/api';
 import { environments } from '../../lib/infra/environments';
 import { PaymentsStack } from '../../lib/infra/payments-stack';
@@ -23,7 +23,7 @@ import {
  * permissions has to change this test too.
  */
 const ENGINE = ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'];
-const DYNAMODB_ACCESS: Record<string, Partial<Record<'Idempotency' | 'Payments', string[]>>> = {
+const DYNAMODB_ACCESS: Record<string, Partial<Record<'Idempotency' | 'RecoveryIndex' | 'Payments', string[]>>> = {
   PaymentsCreate: {
     Idempotency: ENGINE,
     Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
@@ -33,7 +33,13 @@ const DYNAMODB_ACCESS: Record<string, Partial<Record<'Idempotency' | 'Payments',
   WebhookReceiver: { Idempotency: ENGINE },
   SettlementConsumer: {
     Idempotency: ENGINE,
-    Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+    Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
+  // Finds due operations through the recovery index alone: Query is granted on the index, never on the table.
+  PaymentsCompleter: {
+    Idempotency: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+    RecoveryIndex: ['dynamodb:Query'],
+    Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem'],
   },
 };
 const FUNCTION_IDS = Object.keys(DYNAMODB_ACCESS);
@@ -93,6 +99,28 @@ function actionsByResource(statements: Statement[]): Record<string, string[]> {
 
 describe('PaymentsStack', () => {
   describe('tables', () => {
+    it('gives the idempotency table the sparse recovery index, keys only: recovery never scans', () => {
+      each((stack, template) => {
+        const table = resourceOf(template, stack, l1(stack.tables.get(idempotencyTable)));
+        expect(table.Properties.GlobalSecondaryIndexes).toEqual([
+          {
+            IndexName: RECOVERY_INDEX,
+            KeySchema: [
+              { AttributeName: 'recoveryShard', KeyType: 'HASH' },
+              { AttributeName: 'recoverAt', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+        ]);
+        expect(table.Properties.AttributeDefinitions).toEqual(
+          expect.arrayContaining([
+            { AttributeName: 'recoveryShard', AttributeType: 'S' },
+            { AttributeName: 'recoverAt', AttributeType: 'N' },
+          ]),
+        );
+      });
+    });
+
     it('builds both tables from the shared definitions', () => {
       each((stack, template) => {
         for (const definition of tableDefinitions) {
@@ -246,14 +274,15 @@ describe('PaymentsStack', () => {
         PaymentsGet: [],
         Authorizer: [],
         WebhookReceiver: ['PROCESSOR_WEBHOOK_SECRET_ARN', 'SETTLEMENT_QUEUE_URL'],
-        SettlementConsumer: ['MAILER_URL'],
+        SettlementConsumer: ['MAILER_URL', 'SETTLEMENT_DLQ_URL', 'SETTLEMENT_QUEUE_URL'],
+        PaymentsCompleter: ['PROCESSOR_TIMEOUT_MS', 'PROCESSOR_URL'],
       };
       each((stack, template) => {
         for (const id of FUNCTION_IDS) {
           const environment = environmentOf(functionResource(stack, template, id));
-          const tables = Object.keys(DYNAMODB_ACCESS[id]!).map(
-            (table) => tableDefinitions.find((definition) => definition.id === table)!.envVar,
-          );
+          const tables = Object.keys(DYNAMODB_ACCESS[id]!)
+            .filter((table) => table !== 'RecoveryIndex')
+            .map((table) => tableDefinitions.find((definition) => definition.id === table)!.envVar);
           const common = [
             'IDEMPOTENCY_LEASE_SECONDS',
             'IDEMPOTENCY_TTL_SECONDS',
@@ -289,8 +318,10 @@ describe('PaymentsStack', () => {
           );
           const expected = Object.fromEntries(
             Object.entries(DYNAMODB_ACCESS[id]!).map(([table, actions]) => {
-              const definition = table === 'Idempotency' ? idempotencyTable : paymentsTable;
-              return [JSON.stringify(stack.resolve(stack.tables.get(definition).tableArn)), actions];
+              const definition = table === 'Payments' ? paymentsTable : idempotencyTable;
+              const arn = stack.tables.get(definition).tableArn;
+              const resource = table === 'RecoveryIndex' ? `${arn}/index/${RECOVERY_INDEX}` : arn;
+              return [JSON.stringify(stack.resolve(resource)), actions];
             }),
           );
           expect({ id, dynamodb }).toEqual({ id, dynamodb: expected });
@@ -301,6 +332,7 @@ describe('PaymentsStack', () => {
     it('grants nothing else but logs to its own group, the queue and the secret where the table says so', () => {
       each((stack, template) => {
         const queue = JSON.stringify(stack.resolve(stack.settlement.queue.queueArn));
+        const deadLetters = JSON.stringify(stack.resolve(stack.settlement.deadLetterQueue.queueArn));
         const secret = JSON.stringify(stack.resolve(stack.webhookSecret.secretArn));
         const others: Record<string, Record<string, string[]>> = {
           WebhookReceiver: { [queue]: ['sqs:SendMessage'], [secret]: ['secretsmanager:GetSecretValue'] },
@@ -313,6 +345,8 @@ describe('PaymentsStack', () => {
               'sqs:GetQueueUrl',
               'sqs:ReceiveMessage',
             ],
+            // A record that can never succeed is moved to the DLQ at once, not after maxReceiveCount receives.
+            [deadLetters]: ['sqs:SendMessage'],
           },
         };
         for (const id of FUNCTION_IDS) {
@@ -335,7 +369,9 @@ describe('PaymentsStack', () => {
         for (const policy of Object.values(template.findResources('AWS::IAM::Policy'))) {
           for (const statement of policy.Properties.PolicyDocument.Statement as Statement[]) {
             const actions = ([] as string[]).concat(statement.Action);
-            for (const action of actions) expect(action).not.toMatch(/\*|:Scan$|:Query$/);
+            for (const action of actions) expect(action).not.toMatch(/\*|:Scan$/);
+            // Query only ever on an index (the completer's sparse recovery index), never on a table.
+            if (actions.includes('dynamodb:Query')) expect(JSON.stringify(statement.Resource)).toMatch(/\/index\//);
             if (statement.Resource === '*') expect(actions.every((action) => action.startsWith('xray:'))).toBe(true);
           }
         }
@@ -408,6 +444,37 @@ describe('PaymentsStack', () => {
           },
           2,
         );
+      });
+    });
+  });
+
+  describe('the completer', () => {
+    it('runs on an EventBridge schedule every recovery period, without retrying a failed run', () => {
+      each((stack, template) => {
+        const completer = stack.getLogicalId(l1(stack.functions.get('PaymentsCompleter')!.function));
+        const rules = Object.values(template.findResources('AWS::Events::Rule')) as CfnResourceJson[];
+        expect(rules).toHaveLength(1);
+        expect(rules[0]!.Properties).toMatchObject({
+          ScheduleExpression: 'rate(1 minute)',
+          State: 'ENABLED',
+          Targets: [{ Arn: { 'Fn::GetAtt': [completer, 'Arn'] }, RetryPolicy: { MaximumRetryAttempts: 0 } }],
+        });
+        template.hasResourceProperties('AWS::Lambda::Permission', {
+          Action: 'lambda:InvokeFunction',
+          Principal: 'events.amazonaws.com',
+          FunctionName: { 'Fn::GetAtt': [completer, 'Arn'] },
+        });
+      });
+    });
+
+    it('comes around more often than the lease, so recovery takes under twice the lease', () => {
+      each((stack, template) => {
+        const completer = functionResource(stack, template, 'PaymentsCompleter');
+        const [rule] = Object.values(template.findResources('AWS::Events::Rule')) as CfnResourceJson[];
+        const [, amount, unit] = /^rate\((\d+) (minute|minutes)\)$/.exec(String(rule!.Properties.ScheduleExpression))!;
+        expect(unit).toMatch(/minute/);
+        const periodSeconds = Number(amount) * 60;
+        expect(Number(environmentOf(completer).IDEMPOTENCY_LEASE_SECONDS)).toBeGreaterThan(periodSeconds);
       });
     });
   });
@@ -654,6 +721,20 @@ describe('PaymentsStack', () => {
       const alarms = template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: metricName } });
       return Object.values(alarms) as CfnResourceJson[];
     }
+
+    it('alarms once on each recovery outcome, however many functions count it', () => {
+      each((_, template) => {
+        for (const metric of ['PaymentsCompletedWithoutClient', 'PaymentsAbandoned']) {
+          const alarms = alarmsOn(template, metric);
+          expect(alarms).toHaveLength(1);
+          expect(alarms[0]!.Properties).toMatchObject({
+            Dimensions: [{ Name: 'service', Value: 'payment-recovery' }],
+            Statistic: 'Sum',
+          });
+          expect(String(alarms[0]!.Properties.AlarmName)).toContain('SettlementConsumerAndPaymentsCompleter');
+        }
+      });
+    });
 
     it("alarms on each function's errors and throttles, on any dead letter", () => {
       each((_, template) => {

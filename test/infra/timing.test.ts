@@ -104,6 +104,7 @@ describe('functionTimeoutSeconds', () => {
       Authorizer: 5,
       WebhookReceiver: 12,
       SettlementConsumer: 30,
+      PaymentsCompleter: 60,
     });
   });
 });
