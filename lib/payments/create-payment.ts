@@ -75,7 +75,10 @@ function unavailable(reason: keyof typeof UNAVAILABLE, retryAfterSeconds = 1): A
       type: PaymentProblemType.processorUnavailable,
       title,
       status,
-      detail: 'The payment was not completed. Retry with the same Idempotency-Key: it will not be charged twice.',
+      // Not "the payment failed": the processor may have charged before the answer was lost. A retry finds out.
+      detail:
+        'The payment processor did not answer: the payment may or may not have been made. Retry with the same ' +
+        'Idempotency-Key: it will not be charged twice, and if it was made the retry returns it.',
     },
     { 'Retry-After': String(retryAfterSeconds) },
   );
