@@ -4,6 +4,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { problemErrorHandler } from '../lib/http/error-handler';
 import { HttpProblem } from '../lib/http/errors';
 import { paymentsStore } from '../lib/payments/config';
+import { isPaymentId } from '../lib/payments/payment';
 import { documentClient } from '../lib/runtime/clients';
 import { tracing } from '../lib/runtime/tracing';
 
@@ -15,8 +16,9 @@ async function getPaymentHandler(event: APIGatewayProxyEvent): Promise<APIGatewa
   const accountId = event.requestContext.authorizer?.accountId;
   const paymentId = event.pathParameters?.id;
   if (typeof accountId !== 'string' || !accountId) throw new HttpProblem(401, 'unauthenticated', 'Unauthenticated');
-  const payment = paymentId ? await payments.getPayment(accountId, paymentId) : undefined;
-  if (!payment) throw new HttpProblem(404, 'not-found', 'Payment not found', { detail: `No payment ${paymentId}.` });
+  // An id that can't be ours is not looked up: it is missing, whatever its size (DynamoDB refuses keys over its limit).
+  const payment = isPaymentId(paymentId) ? await payments.getPayment(accountId, paymentId) : undefined;
+  if (!payment) throw new HttpProblem(404, 'not-found', 'Payment not found', { detail: 'No such payment.' });
   return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(payment) };
 }
 

@@ -1,6 +1,7 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { HttpProblem } from './errors';
+import { header } from './headers';
 import { ProblemType, problemResponse } from './problem';
 
 export interface ProblemErrorHandlerOptions {
@@ -30,11 +31,18 @@ export function problemErrorHandler(
         type: ProblemType.internal,
         title: 'Internal Server Error',
         status: error instanceof HttpProblem ? error.status : 500,
-        detail: 'The request could not be completed. It is safe to retry with the same Idempotency-Key.',
+        detail: `The request could not be completed. ${retryAdvice(request.event)}`,
       });
       if (error instanceof HttpProblem) Object.assign(request.response.headers ?? {}, error.headers);
     },
   };
+}
+
+/** The advice fits the request: only one that carried an Idempotency-Key is told to reuse it. */
+function retryAdvice(event: APIGatewayProxyEvent | undefined): string {
+  return header(event?.headers, 'Idempotency-Key') !== undefined
+    ? 'It is safe to retry with the same Idempotency-Key.'
+    : 'It is safe to retry.';
 }
 
 function describe(error: unknown): Record<string, unknown> {

@@ -11,8 +11,32 @@ export function header(
   return undefined;
 }
 
-/** The raw request body as text: API Gateway base64-encodes bodies it considers binary. */
+/** A base64-encoded body whose bytes are not UTF-8: it has no honest text form. */
+export class BodyEncodingError extends Error {
+  constructor() {
+    super('the request body is not valid UTF-8');
+    this.name = 'BodyEncodingError';
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The raw request body as text: API Gateway base64-encodes bodies it considers binary. Decoding is strict: bytes
+ * that are not UTF-8 throw {@link BodyEncodingError} rather than become U+FFFD, which would make two different
+ * bodies the same text (and the same fingerprint).
+ */
 export function rawBody(event: { body: string | null; isBase64Encoded?: boolean }): string | null {
   if (event.body === null || event.body === undefined) return null;
-  return event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+  if (!event.isBase64Encoded) return event.body;
+  try {
+    return utf8.decode(Buffer.from(event.body, 'base64'));
+  } catch {
+    throw new BodyEncodingError();
+  }
+}
+
+/** The charset a Content-Type declares (`application/json; charset=latin1` → `latin1`), if any. */
+export function charsetOf(contentType: string): string | undefined {
+  return /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType)?.[1];
 }

@@ -6,7 +6,7 @@ import { parseIdempotencyKey, scopedKey } from '../engine/key';
 import type { Lease, StoredResponse } from '../engine/record';
 import type { EffectItem, IdempotencyStore } from '../engine/store';
 import { IdempotencyMetric } from '../metrics/definitions';
-import { header, rawBody } from './headers';
+import { BodyEncodingError, header, rawBody } from './headers';
 import { ProblemType, problemResponse } from './problem';
 
 /** What a handler sees of the claim it runs under. */
@@ -144,11 +144,7 @@ export function httpIdempotency(
       }
       const operation = operationOf(event);
       const stored = scopedKey({ accountId, operation, key });
-      const print = fingerprint({
-        operation,
-        body: rawBody(event),
-        contentType: header(event.headers, 'content-type'),
-      });
+      const print = fingerprint({ operation, ...fingerprintedBody(event) });
       const remaining = request.context.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
       const waitMs = Math.max(0, Math.min(options.waitMs ?? 0, remaining - 1000));
       const outcome = await store.claim(stored, print, { waitMs, recoverable: options.recoverable ?? false });
@@ -223,6 +219,21 @@ export function httpIdempotency(
       // The lease will run out on its own; the next retry takes the record over then.
       logger.error('could not release idempotency key', { key: lease.key, error: String(error) });
     }
+  }
+}
+
+/**
+ * The body as the fingerprint sees it. Bytes that are not UTF-8 (a base64 body; a route with body validation never
+ * gets this far with one) are hashed as sent, tagged so they can't pass for text: decoded, they would all turn into
+ * U+FFFD and two different bodies would share one fingerprint.
+ */
+function fingerprintedBody(event: APIGatewayProxyEvent): { body: string | null; contentType: string | undefined } {
+  const contentType = header(event.headers, 'content-type');
+  try {
+    return { body: rawBody(event), contentType };
+  } catch (error) {
+    if (!(error instanceof BodyEncodingError)) throw error;
+    return { body: `\u0000bytes-base64:${event.body}`, contentType: 'application/octet-stream' };
   }
 }
 

@@ -40,6 +40,8 @@ export const PROBLEM_TYPE_BASE = 'https://keystone-idempotency.dev/problems/';
 export const ProblemType = {
   badRequest: 'bad-request',
   invalidBody: 'invalid-body',
+  /** A body in a charset other than UTF-8: JSON is UTF-8 (RFC 8259), and guessing would change what was sent. */
+  unsupportedMediaType: 'unsupported-media-type',
   idempotencyKeyMissing: 'idempotency-key-missing',
   idempotencyKeyInvalid: 'idempotency-key-invalid',
   requestInFlight: 'request-in-flight',

@@ -1,7 +1,7 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { z } from 'zod';
-import { header, rawBody } from './headers';
+import { BodyEncodingError, charsetOf, header, rawBody } from './headers';
 import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem';
 
 /** The context a handler sees after {@link validateJsonBody}: the parsed, typed body. */
@@ -23,11 +23,24 @@ export function validateJsonBody<S extends z.ZodType>(
           { path: '', message: `unsupported content type ${JSON.stringify(contentType)}` },
         ]);
       }
-      const text = rawBody(request.event);
+      // JSON is UTF-8 (RFC 8259). A body declared in another charset would be read as UTF-8 anyway, turning its
+      // characters into others (and two different bodies into one fingerprint): refuse it rather than guess.
+      const charset = contentType === undefined ? undefined : charsetOf(contentType);
+      if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+        return problemResponse({
+          type: ProblemType.unsupportedMediaType,
+          title: 'Unsupported charset',
+          status: 415,
+          detail: `The body must be UTF-8 (JSON is UTF-8, RFC 8259); it was declared ${JSON.stringify(charset)}.`,
+        });
+      }
       let parsed: unknown;
       try {
-        parsed = JSON.parse(text ?? '');
-      } catch {
+        parsed = JSON.parse(rawBody(request.event) ?? '');
+      } catch (error) {
+        if (error instanceof BodyEncodingError) {
+          return invalid('The body is not valid UTF-8.', [{ path: '', message: 'expected UTF-8 text' }]);
+        }
         return invalid('The body is not valid JSON.', [{ path: '', message: 'expected a JSON document' }]);
       }
       const result = schema.safeParse(parsed);

@@ -17,7 +17,7 @@ import {
   ProblemType,
   problemType,
 } from '../http/problem';
-import { CardDeclinedProblem, PaymentProblemType } from '../payments/problems';
+import { CardDeclinedProblem, PaymentProblemType, PaymentRejectedProblem } from '../payments/problems';
 import { Payment, PaymentRequest } from '../payments/schema';
 import { ChargeSucceededEvent, WebhookAcknowledgement } from '../settlement/event';
 import { SIGNATURE_HEADER } from '../webhooks/signature';
@@ -61,11 +61,15 @@ const componentSchemas = {
   Problem: openApiSchema(ProblemDetails, 'response'),
   InvalidBodyProblem: openApiSchema(InvalidBodyProblem, 'response'),
   CardDeclinedProblem: openApiSchema(CardDeclinedProblem, 'response'),
+  PaymentRejectedProblem: openApiSchema(PaymentRejectedProblem, 'response'),
   GatewayProblem: openApiSchema(GatewayProblem, 'response'),
 } satisfies Record<string, unknown>;
 
 /** One of our problems, narrowed to the `type`s this response can carry. */
-function problem(schema: 'Problem' | 'InvalidBodyProblem' | 'CardDeclinedProblem', ...slugs: string[]): Schema {
+function problem(
+  schema: 'Problem' | 'InvalidBodyProblem' | 'CardDeclinedProblem' | 'PaymentRejectedProblem',
+  ...slugs: string[]
+): Schema {
   return { allOf: [schemaRef(schema), { type: 'object', properties: { type: { enum: slugs.map(problemType) } } }] };
 }
 
@@ -206,9 +210,19 @@ const createPayment: OperationObject = {
       problem('Problem', ProblemType.requestInFlight),
       { 'Retry-After': headerRef('RetryAfterRequired') },
     ),
+    '415': problemResponse(
+      '`unsupported-media-type`: the body is declared in a charset other than UTF-8 (JSON is UTF-8, RFC 8259). ' +
+        'Not stored: resend it as UTF-8 with the same key.',
+      problem('Problem', ProblemType.unsupportedMediaType),
+    ),
     '422': problemResponse(
-      '`idempotency-key-reused`: this key was already used with a different body.',
-      problem('Problem', ProblemType.idempotencyKeyReused),
+      '`idempotency-key-reused`: this key was already used with a different body. `payment-rejected`: the ' +
+        'processor refused a value the client chose (`errors` names it, e.g. an unknown card token); stored and ' +
+        'replayed, so fix it and send a new request with a new key.',
+      oneOfThese(
+        problem('Problem', ProblemType.idempotencyKeyReused),
+        problem('PaymentRejectedProblem', PaymentProblemType.paymentRejected),
+      ),
     ),
     ...gatewayResponses,
     ...internalErrors(),

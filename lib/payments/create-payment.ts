@@ -2,7 +2,7 @@ import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { IdempotencyHandle } from '../http/idempotency';
 import { problemResponse } from '../http/problem';
 import { chargeReference, paymentCreated, paymentFromCharge } from './payment';
-import { type CardDeclinedProblem, PaymentProblemType } from './problems';
+import { type CardDeclinedProblem, PaymentProblemType, type PaymentRejectedProblem } from './problems';
 import type { ProcessorClient } from './processor-client';
 import type { PaymentRequest } from './schema';
 import type { PaymentsStore } from './store';
@@ -55,11 +55,26 @@ export async function createPayment(
     }
     case 'unavailable':
       return unavailable(outcome.reason, outcome.retryAfterSeconds);
-    case 'rejected':
-      // The processor refused our own request: a bug on our side, never the client's. Surface it as a 500.
+    case 'rejected': {
+      // A value the client chose (the processor names it) is the client's mistake, and theirs to fix: a 422 that
+      // says which field. Anything else the processor refuses (our metadata, our key reused) is a bug of ours: a 500.
+      if (outcome.param !== undefined && CLIENT_FIELDS.has(outcome.param.split('.')[0] ?? '')) {
+        const problem: PaymentRejectedProblem = {
+          type: PaymentProblemType.paymentRejected,
+          title: 'Payment rejected by the processor',
+          status: 422,
+          detail: 'The payment processor refused a value of this request. Fix it and send a new request.',
+          errors: [{ path: outcome.param, message: outcome.message }],
+        };
+        return problemResponse(problem);
+      }
       throw new Error(`processor rejected the charge (${outcome.status}): ${outcome.message}`);
+    }
   }
 }
+
+/** The fields of POST /payments that reach the processor as the client sent them. */
+const CLIENT_FIELDS: ReadonlySet<string> = new Set(['amount', 'currency', 'source', 'description']);
 
 const UNAVAILABLE = {
   timeout: { status: 504, title: 'Payment processor timed out' },

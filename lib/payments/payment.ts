@@ -11,6 +11,13 @@ export function paymentIdFor(downstreamKey: string): string {
   return `pay_${createHash('sha256').update(downstreamKey).digest('hex').slice(0, 24)}`;
 }
 
+const PAYMENT_ID = /^pay_[0-9a-f]{24}$/;
+
+/** Whether a string can be one of our payment ids at all: anything else is answered 404 without a lookup. */
+export function isPaymentId(value: string | undefined): value is string {
+  return value !== undefined && PAYMENT_ID.test(value);
+}
+
 /**
  * What a charge carries in its metadata so that anyone holding the charge (the handler, a webhook, a recovery job)
  * can find its payment and the operation that made it, without a scan. Sent with every attempt of the operation,

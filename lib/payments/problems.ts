@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ProblemDetails } from '../http/problem';
+import { BodyError, ProblemDetails } from '../http/problem';
 
 /** The payments API's own problem types, beside the HTTP adapter's (`ProblemType`), by slug. */
 export const PaymentProblemType = {
@@ -7,8 +7,17 @@ export const PaymentProblemType = {
   cardDeclined: 'card-declined',
   /** The processor failed, timed out or was unreachable (502/503/504 + Retry-After): retry with the same key. */
   processorUnavailable: 'processor-unavailable',
+  /**
+   * The processor refused a value the client chose (an unknown card token, say): the client's mistake, told as such
+   * (422, `errors` naming the field), stored and replayed like any other deterministic answer.
+   */
+  paymentRejected: 'payment-rejected',
 } as const;
 
 /** The `card-declined` problem carries the processor's decline code, for the client to show or switch on. */
 export const CardDeclinedProblem = ProblemDetails.extend({ decline_code: z.string().min(1) });
 export type CardDeclinedProblem = z.infer<typeof CardDeclinedProblem>;
+
+/** The `payment-rejected` problem lists the fields the processor refused, like `invalid-body` does ours. */
+export const PaymentRejectedProblem = ProblemDetails.extend({ errors: z.array(BodyError).min(1) });
+export type PaymentRejectedProblem = z.infer<typeof PaymentRejectedProblem>;

@@ -37,8 +37,19 @@ export type ChargeLookup =
 export type ChargeOutcome =
   | { readonly kind: 'charged'; readonly charge: Charge }
   | { readonly kind: 'declined'; readonly code: string; readonly message: string }
-  /** The processor refused the request itself (our bug, e.g. the key reused with another body). Not retryable. */
-  | { readonly kind: 'rejected'; readonly status: number; readonly message: string }
+  /**
+   * The processor refused the request itself. Not retryable. `param` names the parameter at fault when the
+   * processor says (Stripe does): one the client chose (an unknown card token) is the client's mistake; anything
+   * else (the key reused with another body, our metadata) is ours.
+   */
+  | {
+      readonly kind: 'rejected';
+      readonly status: number;
+      readonly message: string;
+      readonly type?: string;
+      readonly code?: string;
+      readonly param?: string;
+    }
   /** The outcome is unknown or the processor is down: safe to retry under the same key. */
   | {
       readonly kind: 'unavailable';
@@ -86,7 +97,7 @@ export class ProcessorClient {
       return { kind: 'unavailable', reason: response.ok ? 'network' : 'server_error', status: response.status };
     }
     if (response.ok) return { kind: 'charged', charge: body as Charge };
-    const error = (body as { error?: { code?: string; message?: string; type?: string } }).error ?? {};
+    const error = (body as { error?: { code?: string; message?: string; type?: string; param?: string } }).error ?? {};
     if (response.status === 402) {
       return {
         kind: 'declined',
@@ -108,6 +119,9 @@ export class ProcessorClient {
       kind: 'rejected',
       status: response.status,
       message: error.message ?? `processor answered ${response.status}`,
+      ...(error.type ? { type: error.type } : {}),
+      ...(error.code ? { code: error.code } : {}),
+      ...(error.param ? { param: error.param } : {}),
     };
   }
 

@@ -1,10 +1,19 @@
 import { z } from 'zod';
 import type { ErrorBody } from './errors';
-import { ErrorType, invalidBody } from './errors';
+import { ErrorType, invalidBody, SandboxApiError } from './errors';
 import { newId } from './ids';
 
 /** The test token that always declines, as Stripe's `tok_chargeDeclined` does. */
 export const DECLINING_SOURCE = 'tok_chargeDeclined';
+
+/** The test tokens the sandbox knows, as Stripe's: a `tok_` value outside these is refused as "No such token". */
+export const KNOWN_TOKENS: ReadonlySet<string> = new Set([
+  'tok_visa',
+  'tok_visa_debit',
+  'tok_mastercard',
+  'tok_amex',
+  DECLINING_SOURCE,
+]);
 
 /** Stripe's ceiling for a single amount in the smallest currency unit. */
 const MAX_AMOUNT = 99_999_999;
@@ -40,10 +49,23 @@ export interface Charge {
   readonly created: number;
 }
 
-/** Validates a charge request body (already parsed from JSON). */
+/**
+ * Validates a charge request body (already parsed from JSON). An unknown test token is refused the way Stripe
+ * refuses one: a 400 `invalid_request_error`, code `resource_missing`, naming the `source` parameter.
+ */
 export function parseChargeRequest(body: unknown): ChargeRequest {
   const parsed = chargeRequestSchema.safeParse(body);
   if (!parsed.success) throw invalidBody('charge', parsed.error);
+  const { source } = parsed.data;
+  if (source.startsWith('tok_') && !KNOWN_TOKENS.has(source)) {
+    throw new SandboxApiError(
+      400,
+      ErrorType.invalidRequest,
+      `No such token: '${source}'`,
+      'resource_missing',
+      'source',
+    );
+  }
   return parsed.data;
 }
 

@@ -17,7 +17,13 @@ export type ErrorType = (typeof ErrorType)[keyof typeof ErrorType];
 
 /** The JSON body of every error response. */
 export interface ErrorBody {
-  readonly error: { readonly type: ErrorType; readonly code?: string; readonly message: string };
+  readonly error: {
+    readonly type: ErrorType;
+    readonly code?: string;
+    readonly message: string;
+    /** The request parameter at fault, as Stripe names it (`amount`, `source`, ...). */
+    readonly param?: string;
+  };
 }
 
 /** An error that maps onto one HTTP response; thrown by request parsing, rendered by the router. */
@@ -27,6 +33,7 @@ export class SandboxApiError extends Error {
     readonly type: ErrorType,
     message: string,
     readonly code?: string,
+    readonly param?: string,
   ) {
     super(message);
     this.name = 'SandboxApiError';
@@ -34,7 +41,14 @@ export class SandboxApiError extends Error {
 
   /** The response body; only what the client is meant to see. */
   toBody(): ErrorBody {
-    return { error: { type: this.type, ...(this.code ? { code: this.code } : {}), message: this.message } };
+    return {
+      error: {
+        type: this.type,
+        ...(this.code ? { code: this.code } : {}),
+        message: this.message,
+        ...(this.param ? { param: this.param } : {}),
+      },
+    };
   }
 }
 
@@ -53,5 +67,13 @@ export function invalidBody(what: string, error: z.ZodError): SandboxApiError {
   const problems = error.issues.map((issue) =>
     issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message,
   );
-  return invalidRequest(`Invalid ${what}: ${problems.join('; ')}.`);
+  // Like Stripe, name the first parameter at fault.
+  const param = error.issues[0]?.path.map(String).join('.') || undefined;
+  return new SandboxApiError(
+    400,
+    ErrorType.invalidRequest,
+    `Invalid ${what}: ${problems.join('; ')}.`,
+    undefined,
+    param,
+  );
 }

@@ -45,10 +45,12 @@ afterEach(async () => {
 
 const card = { amount: 4200, currency: 'usd', source: 'tok_visa' };
 
-async function pay(options: { key?: string; body?: unknown; apiKey?: string; url?: string } = {}) {
+async function pay(
+  options: { key?: string; body?: unknown; apiKey?: string; url?: string; contentType?: string } = {},
+) {
   const headers: Record<string, string> = {
     Authorization: `Bearer ${options.apiKey ?? KEY_A}`,
-    'Content-Type': 'application/json',
+    'Content-Type': options.contentType ?? 'application/json',
   };
   if (options.key !== undefined) headers['Idempotency-Key'] = options.key;
   const body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body ?? card);
@@ -170,6 +172,44 @@ describe('POST /payments over the local stack', () => {
     const tooMuch = await pay({ key: randomUUID(), body: { ...card, amount: MAX_AMOUNT + 1 } });
     expect(tooMuch.status).toBe(400);
     expect(((await tooMuch.json()) as { errors: { path: string }[] }).errors.map((e) => e.path)).toEqual(['amount']);
+  });
+
+  it('refuses a body declared in another charset with 415, and leaves the key free for the UTF-8 one', async () => {
+    const key = randomUUID();
+    const body = JSON.stringify({ ...card, description: 'Café crème' });
+    const latin1 = await pay({ key, body, contentType: 'application/json; charset=latin1' });
+    expect(latin1.status).toBe(415);
+    expect(await latin1.json()).toMatchObject({
+      type: 'https://keystone-idempotency.dev/problems/unsupported-media-type',
+      status: 415,
+    });
+    const utf8 = await pay({ key, body, contentType: 'application/json; charset=utf-8' });
+    expect(utf8.status).toBe(201);
+    expect(((await utf8.json()) as { description: string }).description).toBe('Café crème');
+  });
+
+  it('answers a value the processor refuses (an unknown card token) with 422 naming it, stored: never a 500', async () => {
+    const key = randomUUID();
+    const before = (await allCharges()).length;
+    const rejected = await pay({ key, body: { ...card, source: 'tok_unknown_card' } });
+    expect(rejected.status).toBe(422);
+    const problem = await rejected.text();
+    expect(JSON.parse(problem)).toMatchObject({
+      type: 'https://keystone-idempotency.dev/problems/payment-rejected',
+      errors: [{ path: 'source', message: "No such token: 'tok_unknown_card'" }],
+    });
+    const replay = await pay({ key, body: { ...card, source: 'tok_unknown_card' } });
+    expect(replay.status).toBe(422);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(await replay.text()).toBe(problem);
+    expect((await allCharges()).length).toBe(before);
+  });
+
+  it('answers 404, never 500, for an id that cannot be a payment (1 KB long) and for an unknown one', async () => {
+    const huge = await getPayment(`pay_${'a'.repeat(1020)}`);
+    expect(huge.status).toBe(404);
+    expect(await huge.json()).toMatchObject({ type: 'https://keystone-idempotency.dev/problems/not-found' });
+    expect((await getPayment(`pay_${'0'.repeat(24)}`)).status).toBe(404);
   });
 
   it('rejects a missing or malformed key with 400', async () => {

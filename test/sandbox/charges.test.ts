@@ -137,23 +137,45 @@ describe('sandbox charges', () => {
 
   describe('refuses a request it cannot act on with a 400', () => {
     it.each([
-      ['no Idempotency-Key', {}, visaCharge],
-      ['an empty Idempotency-Key', { 'Idempotency-Key': ' ' }, visaCharge],
-      ['an Idempotency-Key over 255 characters', { 'Idempotency-Key': 'k'.repeat(256) }, visaCharge],
-      ['a body that is not JSON', { 'Idempotency-Key': 'bad-json' }, '{"amount":'],
-      ['a body that is not an object', { 'Idempotency-Key': 'bad-type' }, [1, 2]],
-      ['a zero amount', { 'Idempotency-Key': 'bad-amount' }, { ...visaCharge, amount: 0 }],
-      ['a fractional amount', { 'Idempotency-Key': 'bad-fraction' }, { ...visaCharge, amount: 10.5 }],
-      ['a four-letter currency', { 'Idempotency-Key': 'bad-currency' }, { ...visaCharge, currency: 'euro' }],
-      ['no source', { 'Idempotency-Key': 'bad-source' }, { amount: 100, currency: 'eur' }],
-      ['non-string metadata', { 'Idempotency-Key': 'bad-meta' }, { ...visaCharge, metadata: { n: 1 } }],
-      ['an unknown field', { 'Idempotency-Key': 'bad-field' }, { ...visaCharge, capture: false }],
-    ])('with %s', async (_case, headers, body) => {
+      // [case, headers, body, the parameter named (Stripe names the first one that fails its check)]
+      ['no Idempotency-Key', {}, visaCharge, undefined],
+      ['an empty Idempotency-Key', { 'Idempotency-Key': ' ' }, visaCharge, undefined],
+      ['an Idempotency-Key over 255 characters', { 'Idempotency-Key': 'k'.repeat(256) }, visaCharge, undefined],
+      ['a body that is not JSON', { 'Idempotency-Key': 'bad-json' }, '{"amount":', undefined],
+      ['a body that is not an object', { 'Idempotency-Key': 'bad-type' }, [1, 2], undefined],
+      ['a zero amount', { 'Idempotency-Key': 'bad-amount' }, { ...visaCharge, amount: 0 }, 'amount'],
+      ['a fractional amount', { 'Idempotency-Key': 'bad-fraction' }, { ...visaCharge, amount: 10.5 }, 'amount'],
+      [
+        'a four-letter currency',
+        { 'Idempotency-Key': 'bad-currency' },
+        { ...visaCharge, currency: 'euro' },
+        'currency',
+      ],
+      ['no source', { 'Idempotency-Key': 'bad-source' }, { amount: 100, currency: 'eur' }, 'source'],
+      ['non-string metadata', { 'Idempotency-Key': 'bad-meta' }, { ...visaCharge, metadata: { n: 1 } }, 'metadata.n'],
+      ['an unknown field', { 'Idempotency-Key': 'bad-field' }, { ...visaCharge, capture: false }, undefined],
+    ])('with %s', async (_case, headers, body, param) => {
       const response = await postJson(`${sandbox.url}/v1/charges`, body, headers);
       expect(response).toEqual({
         status: 400,
         replayed: false,
-        body: { error: { type: 'invalid_request_error', message: expect.any(String) } },
+        body: { error: { type: 'invalid_request_error', message: expect.any(String), ...(param ? { param } : {}) } },
+      });
+    });
+
+    it('with an unknown test token, as Stripe does: No such token, naming source', async () => {
+      const response = await postCharge(sandbox, newKey(), { ...visaCharge, source: 'tok_nonsense' });
+      expect(response).toEqual({
+        status: 400,
+        replayed: false,
+        body: {
+          error: {
+            type: 'invalid_request_error',
+            code: 'resource_missing',
+            message: "No such token: 'tok_nonsense'",
+            param: 'source',
+          },
+        },
       });
     });
 
