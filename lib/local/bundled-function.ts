@@ -96,6 +96,9 @@ export function startBundledFunction(options: BundledFunctionOptions): BundledFu
     throw new Error(`${options.functionName} sets ${reserved.join(', ')}, which Lambda reserves for itself`);
   }
   const taskRoot = mkdtempSync(join(tmpdir(), `keystone-lambda-${options.functionName}-`));
+  // Also when this process exits without stopping the function (a second Ctrl-C exits at once).
+  const removeTaskRoot = () => rmSync(taskRoot, { recursive: true, force: true });
+  process.once('exit', removeTaskRoot);
   cpSync(options.codeDirectory, taskRoot, { recursive: true });
   const output = options.output ?? prefixedOutput(options.functionName);
   const slots = new Slots(options.maxEnvironments ?? DEFAULT_MAX_ENVIRONMENTS);
@@ -163,7 +166,8 @@ export function startBundledFunction(options: BundledFunctionOptions): BundledFu
       await Promise.all([...alive].map((environment) => environment.stop()));
       alive.clear();
       idle.length = 0;
-      rmSync(taskRoot, { recursive: true, force: true });
+      process.off('exit', removeTaskRoot);
+      removeTaskRoot();
     },
   };
 }
