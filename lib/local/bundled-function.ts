@@ -129,9 +129,14 @@ export function startBundledFunction(options: BundledFunctionOptions): BundledFu
     return undefined;
   }
 
-  function putBack(environment: ExecutionEnvironment): void {
-    if (environment.alive && !stopped) idle.push(environment);
-    else alive.delete(environment);
+  /** An environment whose invocation ran past its deadline is ended, as Lambda ends it, even if it just answered. */
+  async function putBack(environment: ExecutionEnvironment, deadlineMs = Number.POSITIVE_INFINITY): Promise<void> {
+    if (environment.alive && !stopped && Date.now() < deadlineMs) {
+      idle.push(environment);
+      return;
+    }
+    alive.delete(environment);
+    await environment.stop();
   }
 
   async function handler(event: unknown, context: Context): Promise<unknown> {
@@ -144,7 +149,7 @@ export function startBundledFunction(options: BundledFunctionOptions): BundledFu
       environment = takeIdle() ?? (await startEnvironment());
       return await environment.invoke(event, invocationContext(context, options, deadlineMs));
     } finally {
-      if (environment) putBack(environment);
+      if (environment) await putBack(environment, deadlineMs);
       slots.give();
     }
   }
@@ -155,7 +160,7 @@ export function startBundledFunction(options: BundledFunctionOptions): BundledFu
     async warm() {
       await slots.take();
       try {
-        putBack(await startEnvironment());
+        await putBack(await startEnvironment());
       } finally {
         slots.give();
       }

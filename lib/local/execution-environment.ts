@@ -8,6 +8,12 @@ const RUNTIME_SCRIPT = join(__dirname, 'lambda-runtime.mjs');
 /** Lambda's limit on the init phase (importing the module and running its top level). */
 export const INIT_TIMEOUT_MS = 10_000;
 
+/**
+ * How long after an invocation's deadline its environment is killed. The caller's own timer (invokeLambda) has the
+ * same deadline and reports the timeout; killing a moment later keeps that report a timeout, not a failure.
+ */
+const KILL_AFTER_DEADLINE_MS = 50;
+
 /** A failure as Lambda's runtime reports it: `Runtime.ImportModuleError`, `Runtime.HandlerNotFound`, the handler's own error... */
 export interface LambdaErrorReport {
   readonly errorType: string;
@@ -169,7 +175,7 @@ export class ExecutionEnvironment {
             errorMessage: `Task timed out after ${seconds} seconds`,
           }),
         );
-      }, timeoutMs);
+      }, timeoutMs + KILL_AFTER_DEADLINE_MS);
       this.pending = {
         id,
         resolve: (value) => {
