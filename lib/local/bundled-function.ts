@@ -33,8 +33,9 @@ export const RESERVED_VARIABLES: ReadonlySet<string> = new Set([
 
 /**
  * Added to every local environment, and nowhere in Lambda:
- * - `AWS_SAM_LOCAL`: the switch local emulators set; Powertools Tracer reads it and stays off, so a bundle built
- *   with tracing compiled in (staging, prod) runs without an X-Ray daemon instead of failing to send segments;
+ * - `AWS_SAM_LOCAL`: the switch local emulators set; Powertools Tracer reads it and stays off. A bundle built with
+ *   tracing compiled in (staging, prod) then sends no segments towards an X-Ray daemon that isn't there (UDP to
+ *   127.0.0.1:2000); it would still answer without it (tried with a prod synth), tracing into nowhere;
  * - the AWS SDK's notice about Node 20 describes this machine, not the function (Lambda runs it on nodejs22.x).
  */
 const LOCAL_ONLY_VARIABLES = {
