@@ -4,13 +4,13 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ApiKeys, generateApiKey, parseApiKeyList } from '../payments/api-keys';
 import { dynamoDbConfig } from '../runtime/clients';
-import { numberEnv } from '../runtime/env';
 import { startSandbox } from '../sandbox/processor';
 import { sqsClient } from '../settlement/config';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ensureTable } from '../tables/ensure';
 import { type Timings, timingViolations } from '../timing/timing';
-import { type ApiGateway, type ProxyHandler, type Route, startApiGateway } from './api-gateway';
+import { type ApiGateway, type Route, startApiGateway } from './api-gateway';
+import type { DeployedStack } from './cloud-assembly';
 import { prepareDemo } from './demo';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { freePort } from './free-port';
@@ -18,25 +18,12 @@ import { consoleLog, type LocalLog } from './log';
 import { openApiRoute } from './openapi-route';
 import { ensurePortsFree, portFromEnv } from './ports';
 import { type Schedule, startSchedule } from './schedule';
+import { type ServiceHandlers, sourceHandlers } from './service-functions';
 import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from './sqs';
 import { type SqsPoller, startSqsPoller } from './sqs-poller';
+import { deployedSettings, type StackSettings, stackSettings, timingsOf } from './stack-settings';
 
 type Env = Record<string, string | undefined>;
-
-/** Local Lambda timeouts, mirroring the deployed relation: integration < function < lease < visibility timeout. */
-const API_FUNCTION_TIMEOUT_MS = 10_000;
-const INTEGRATION_TIMEOUT_MS = 9_000;
-const CONSUMER_TIMEOUT_MS = 10_000;
-/** Six times the consumer's timeout, as AWS advises for an SQS event source. */
-const SETTLEMENT_VISIBILITY_SECONDS = 60;
-const SETTLEMENT_MAX_RECEIVE_COUNT = 5;
-/** Batches the local event source mapping handles at once (the deployed one starts with five pollers). */
-const SETTLEMENT_CONCURRENCY = 5;
-const LEASE_SECONDS = 60;
-const TTL_SECONDS = 24 * 60 * 60;
-const PROCESSOR_TIMEOUT_MS = 8_000;
-/** The completer's period locally: shorter than the deployed minute, so a demo shows recovery within seconds. */
-const COMPLETER_INTERVAL_SECONDS = 10;
 
 export interface LocalStackOptions {
   /** The environment to read settings from (default `process.env`); handlers see it merged into `process.env`. */
@@ -63,7 +50,14 @@ export interface LocalStack {
  * DynamoDB Local (unless `DYNAMODB_ENDPOINT` names one), the tables from the same definitions the CDK stack uses,
  * the sandbox processor and mailer on `PROCESSOR_PORT` (unless `PROCESSOR_URL` names one), SQS (unless
  * `SQS_ENDPOINT` names one) with the settlement queue and its DLQ, an emulated API Gateway on `PORT` with the Lambda
- * authorizer, and a poller that feeds the settlement consumer like Lambda's event source mapping.
+ * authorizer, a poller that feeds the settlement consumer like Lambda's event source mapping, and a schedule for the
+ * completer.
+ *
+ * The functions run from their TypeScript sources in this process, or, with `LOCAL_CDK_OUT` naming a synthesized
+ * cloud assembly, from the very bundles it deploys (bundled-service.ts): each function in processes of its own with
+ * its own environment from the template, and the emulators set up as the template sets up API Gateway, the queue
+ * and the schedule. The README's local timing settings then override the template's values, for tests that can't
+ * wait out a 90 s lease.
  *
  * Each part can be given from outside, so a test can kill this process mid-request and start it again against the
  * same database and processor.
@@ -82,8 +76,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const processorPort = portFromEnv('PROCESSOR_PORT', 0, env);
   await ensurePortsFree(env.PROCESSOR_URL ? [apiPort] : [apiPort, processorPort]);
   try {
+    // A cloud assembly that can't be read, like inconsistent timings, stops the start before anything runs.
+    const deployed = env.LOCAL_CDK_OUT ? await loadDeployedStack(env.LOCAL_CDK_OUT, env.LOCAL_CDK_STACK) : undefined;
+    const settings = stackSettings(env, deployed && deployedSettings(deployed));
     // The deployed stack refuses these relations at synth time; the local stack refuses them before it starts.
-    const violations = timingViolations(localTimings(env));
+    const violations = timingViolations(timingsOf(settings));
     if (violations.length > 0) {
       throw new Error(`The local stack's timeouts are inconsistent:\n${violations.map((v) => `  - ${v}`).join('\n')}`);
     }
@@ -118,7 +115,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     }
     env.MAILER_URL ||= env.PROCESSOR_URL; // the sandbox is the mailer too
 
-    const queues = await startQueues(env);
+    const queues = await startQueues(env, settings);
     stoppers.push(queues.stop);
 
     const apiKeys = await seedApiKeys(DynamoDBDocumentClient.from(client), tables.payments, env.LOCAL_API_KEYS);
@@ -128,15 +125,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       processorUrl: env.PROCESSOR_URL,
     });
 
-    // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
-    env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-    // Handlers read their configuration at import (cold start), so the environment is set first.
-    Object.assign(process.env, env);
-    const api = await startApi(port, env, log, demo.routes);
+    // Stopped after everything that invokes them (stoppers run in reverse).
+    const handlers = deployed ? await startBundles(deployed, env, settings, log, stoppers) : await startSources(env);
+    const api = await startApi(port, handlers, settings, log, demo.routes);
     stoppers.push(() => api.close());
-    const consumer = await startConsumer(queues, env, log);
+    const consumer = await startConsumer(queues, handlers, settings, log);
     stoppers.push(() => consumer.stop());
-    const completer = await startCompleter(env, log);
+    const completer = startCompleter(handlers, settings, log);
     stoppers.push(() => completer.stop());
 
     return {
@@ -156,6 +151,54 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
 }
 
+/** The functions from their sources, in this process: they read `process.env`, so the stack's settings go there. */
+async function startSources(env: Env): Promise<ServiceHandlers> {
+  // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
+  env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  // Handlers read their configuration at import (cold start), so the environment is set first.
+  Object.assign(process.env, env);
+  return sourceHandlers();
+}
+
+/**
+ * The functions from the bundles of a synthesized stack, each with its template's environment and the local
+ * stand-ins for what only exists once deployed (bundled-environment.ts lists them, and why).
+ */
+async function startBundles(
+  deployed: DeployedStack,
+  env: Env,
+  settings: StackSettings,
+  log: LocalLog,
+  stoppers: (() => Promise<void>)[],
+): Promise<ServiceHandlers> {
+  const { startBundledService } = await import('./bundled-service');
+  const service = await startBundledService({
+    stack: deployed,
+    settings,
+    local: {
+      IDEMPOTENCY_TABLE: env[idempotencyTable.envVar],
+      PAYMENTS_TABLE: env[paymentsTable.envVar],
+      SETTLEMENT_QUEUE_URL: env.SETTLEMENT_QUEUE_URL,
+      SETTLEMENT_DLQ_URL: env.SETTLEMENT_DLQ_URL,
+      PROCESSOR_URL: env.PROCESSOR_URL,
+      MAILER_URL: env.MAILER_URL,
+      PROCESSOR_WEBHOOK_SECRET: env.PROCESSOR_WEBHOOK_SECRET,
+      DYNAMODB_ENDPOINT: env.DYNAMODB_ENDPOINT,
+      SQS_ENDPOINT: env.SQS_ENDPOINT,
+    },
+  });
+  stoppers.push(() => service.stop());
+  log.info(`functions from the bundles of ${deployed.stackName} in ${env.LOCAL_CDK_OUT}:`);
+  for (const line of service.summary) log.info(`  ${line}`);
+  return service.handlers;
+}
+
+/** Reads the cloud assembly (with the CDK's reader, loaded only when bundles are asked for). */
+async function loadDeployedStack(directory: string, stackName: string | undefined): Promise<DeployedStack> {
+  const { DeployedStack } = await import('./cloud-assembly');
+  return DeployedStack.load(directory, stackName || undefined);
+}
+
 interface Queues {
   readonly endpoint: string;
   readonly client: SQSClient;
@@ -164,7 +207,7 @@ interface Queues {
 }
 
 /** SQS: the emulator (unless SQS_ENDPOINT names a running one), and the settlement queue with its DLQ. */
-async function startQueues(env: Env): Promise<Queues> {
+async function startQueues(env: Env, settings: StackSettings): Promise<Queues> {
   let stop: () => Promise<void> = async () => {};
   let client: SQSClient;
   if (env.SQS_ENDPOINT) {
@@ -176,8 +219,8 @@ async function startQueues(env: Env): Promise<Queues> {
     stop = () => sqs.close();
   }
   const settlement = await createQueueWithDlq(client, env.SETTLEMENT_QUEUE_NAME || 'keystone-local-settlement', {
-    maxReceiveCount: numberEnv('SETTLEMENT_MAX_RECEIVE_COUNT', SETTLEMENT_MAX_RECEIVE_COUNT, env),
-    visibilityTimeoutSeconds: numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env),
+    maxReceiveCount: settings.settlement.maxReceiveCount,
+    visibilityTimeoutSeconds: settings.settlement.visibilitySeconds,
   });
   env.SETTLEMENT_QUEUE_URL = settlement.queueUrl;
   env.SETTLEMENT_DLQ_URL = settlement.dlqUrl;
@@ -188,99 +231,92 @@ async function startQueues(env: Env): Promise<Queues> {
  * The completer, run by a timer that stands in for the deployed EventBridge schedule (COMPLETER_INTERVAL_SECONDS):
  * it finishes payments whose client never came back and whose processor event never arrived.
  */
-async function startCompleter(env: Env, log: LocalLog): Promise<Schedule> {
-  const completer = await import('../../functions/payments-completer');
+function startCompleter(handlers: ServiceHandlers, settings: StackSettings, log: LocalLog): Schedule {
   return startSchedule({
-    handler: completer.handler,
+    handler: handlers.paymentsCompleter,
     functionName: 'payments-completer',
-    periodMs: numberEnv('COMPLETER_INTERVAL_SECONDS', COMPLETER_INTERVAL_SECONDS, env) * 1000,
-    timeoutMs: numberEnv('API_FUNCTION_TIMEOUT_MS', API_FUNCTION_TIMEOUT_MS, env),
+    periodMs: settings.completerIntervalSeconds * 1000,
+    timeoutMs: settings.timeoutsMs.paymentsCompleter,
     log,
   });
 }
 
 /** The local stack's timings, from the same variables its parts read, in the shared rules' terms. */
 export function localTimings(env: Env): Timings {
-  const apiFunctionMs = numberEnv('API_FUNCTION_TIMEOUT_MS', API_FUNCTION_TIMEOUT_MS, env);
-  const visibilityMs = numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env) * 1000;
-  return {
-    leaseMs: numberEnv('IDEMPOTENCY_LEASE_SECONDS', LEASE_SECONDS, env) * 1000,
-    ttlMs: numberEnv('IDEMPOTENCY_TTL_SECONDS', TTL_SECONDS, env) * 1000,
-    apiIntegrationMs: integrationTimeoutMs(apiFunctionMs),
-    processorTimeoutMs: numberEnv('PROCESSOR_TIMEOUT_MS', PROCESSOR_TIMEOUT_MS, env),
-    queueVisibilityMs: visibilityMs,
-    completerPeriodMs: numberEnv('COMPLETER_INTERVAL_SECONDS', COMPLETER_INTERVAL_SECONDS, env) * 1000,
-    functions: [
-      { name: 'payments-create', timeoutMs: apiFunctionMs, trigger: 'route', callsProcessor: true },
-      { name: 'payments-get', timeoutMs: apiFunctionMs, trigger: 'route' },
-      { name: 'webhook-receiver', timeoutMs: apiFunctionMs, trigger: 'route' },
-      { name: 'authorizer', timeoutMs: apiFunctionMs, trigger: 'authorizer' },
-      { name: 'settlement-consumer', timeoutMs: consumerTimeoutMs(env), trigger: 'queue' },
-      { name: 'payments-completer', timeoutMs: apiFunctionMs, trigger: 'schedule', callsProcessor: true },
-    ],
-  };
-}
-
-function integrationTimeoutMs(apiFunctionMs: number): number {
-  return Math.min(INTEGRATION_TIMEOUT_MS, apiFunctionMs - 500);
-}
-
-function consumerTimeoutMs(env: Env): number {
-  return Math.min(
-    numberEnv('CONSUMER_FUNCTION_TIMEOUT_MS', CONSUMER_TIMEOUT_MS, env),
-    numberEnv('SETTLEMENT_VISIBILITY_SECONDS', SETTLEMENT_VISIBILITY_SECONDS, env) * 1000,
-  );
+  return timingsOf(stackSettings(env));
 }
 
 /** The settlement consumer, fed by a poller that stands in for Lambda's SQS event source mapping. */
-async function startConsumer(queues: Queues, env: Env, log: LocalLog): Promise<SqsPoller> {
-  const consumer = await import('../../functions/settlement-consumer');
+async function startConsumer(
+  queues: Queues,
+  handlers: ServiceHandlers,
+  settings: StackSettings,
+  log: LocalLog,
+): Promise<SqsPoller> {
   return startSqsPoller({
     client: queues.client,
     queueUrl: queues.settlement.queueUrl,
     queueArn: queues.settlement.queueArn,
-    handler: consumer.handler,
+    handler: handlers.settlementConsumer,
     functionName: 'settlement-consumer',
-    functionTimeoutMs: consumerTimeoutMs(env),
-    concurrency: SETTLEMENT_CONCURRENCY,
+    functionTimeoutMs: settings.timeoutsMs.settlementConsumer,
+    batchSize: settings.settlement.batchSize,
+    concurrency: settings.settlement.concurrency,
     log,
   });
 }
 
-async function startApi(port: number, env: Env, log: LocalLog, localRoutes: readonly Route[]): Promise<ApiGateway> {
-  const [create, get, authorizer, webhook] = await Promise.all([
-    import('../../functions/payments-create'),
-    import('../../functions/payments-get'),
-    import('../../functions/authorizer'),
-    import('../../functions/webhook-receiver'),
-  ]);
-  const timeoutMs = numberEnv('API_FUNCTION_TIMEOUT_MS', API_FUNCTION_TIMEOUT_MS, env);
-  const auth = { handler: authorizer.handler, functionName: 'authorizer' };
+async function startApi(
+  port: number,
+  handlers: ServiceHandlers,
+  settings: StackSettings,
+  log: LocalLog,
+  localRoutes: readonly Route[],
+): Promise<ApiGateway> {
+  const { timeoutsMs } = settings;
+  const auth = {
+    handler: handlers.authorizer,
+    functionName: 'authorizer',
+    timeoutMs: timeoutsMs.authorizer,
+    resultTtlSeconds: settings.authorizerResultTtlSeconds,
+  };
   const routes: Route[] = [
-    { method: 'POST', resource: '/payments', handler: asProxyHandler(create.handler), authorizer: auth, timeoutMs },
-    { method: 'GET', resource: '/payments/{id}', handler: asProxyHandler(get.handler), authorizer: auth, timeoutMs },
+    {
+      method: 'POST',
+      resource: '/payments',
+      handler: handlers.paymentsCreate,
+      functionName: 'payments-create',
+      authorizer: auth,
+      timeoutMs: timeoutsMs.paymentsCreate,
+    },
+    {
+      method: 'GET',
+      resource: '/payments/{id}',
+      handler: handlers.paymentsGet,
+      functionName: 'payments-get',
+      authorizer: auth,
+      timeoutMs: timeoutsMs.paymentsGet,
+    },
     // No authorizer: the processor authenticates with its HMAC signature, checked in the handler.
-    { method: 'POST', resource: '/webhooks/processor', handler: asProxyHandler(webhook.handler), timeoutMs },
+    {
+      method: 'POST',
+      resource: '/webhooks/processor',
+      handler: handlers.webhookReceiver,
+      functionName: 'webhook-receiver',
+      timeoutMs: timeoutsMs.webhookReceiver,
+    },
     openApiRoute(`http://127.0.0.1:${port}`),
     ...localRoutes,
   ];
   return startApiGateway({
     port,
     routes,
-    integrationTimeoutMs: integrationTimeoutMs(timeoutMs),
-    functionTimeoutMs: timeoutMs,
+    integrationTimeoutMs: settings.integrationTimeoutMs,
+    functionTimeoutMs: timeoutsMs.paymentsCreate,
     // The deployed API answers its own errors (401, 504, ...) as problem+json; so does the local one.
     gatewayResponseFormat: 'problem',
     log,
   });
-}
-
-/**
- * A middy handler declares the context its middlewares add (the parsed body, the idempotency handle); Lambda, and
- * this gateway, pass a plain Context, which the middlewares then extend.
- */
-function asProxyHandler(handler: unknown): ProxyHandler {
-  return handler as ProxyHandler;
 }
 
 async function seedApiKeys(

@@ -4,6 +4,8 @@ import { freePort } from '../../lib/local/free-port';
 
 export interface StackProcess {
   readonly url: string;
+  /** The stack process's id: its function environments, emulators and DynamoDB Local are its descendants. */
+  readonly pid: number;
   readonly output: () => string;
   /** SIGKILL: the process dies mid-request, no cleanup, as a Lambda container does on a crash. */
   crash(): Promise<void>;
@@ -33,6 +35,7 @@ export async function startStackProcess(env: Record<string, string>, port?: numb
   );
   return {
     url: `http://127.0.0.1:${apiPort}`,
+    pid: child.pid!,
     output: () => output,
     crash: () => killGroup(child, 'SIGKILL', exited),
     stop: () => killGroup(child, 'SIGTERM', exited),

@@ -1,0 +1,173 @@
+import { ConfigurationError } from '../engine/errors';
+import { numberEnv } from '../runtime/env';
+import type { Timings } from '../timing/timing';
+import type { DeployedStack } from './cloud-assembly';
+import { SERVICE_FUNCTIONS, type ServiceFunction } from './service-functions';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The local stack's clocks and queue settings: what its emulators, and its functions, run with. */
+export interface StackSettings {
+  readonly leaseSeconds: number;
+  readonly ttlSeconds: number;
+  readonly processorTimeoutMs: number;
+  /** Each function's Lambda timeout. */
+  readonly timeoutsMs: Readonly<Record<ServiceFunction, number>>;
+  /** How long the gateway waits for a route's function before answering 504. */
+  readonly integrationTimeoutMs: number;
+  /** How long the gateway caches an authorizer's answer per token (0: not at all). */
+  readonly authorizerResultTtlSeconds: number;
+  readonly settlement: {
+    readonly visibilitySeconds: number;
+    readonly maxReceiveCount: number;
+    readonly batchSize: number;
+    /** Batches in flight at once (the event source mapping's maximum concurrency). */
+    readonly concurrency: number;
+  };
+  /** The completer's period. */
+  readonly completerIntervalSeconds: number;
+}
+
+/**
+ * The local stack's own defaults, for the functions run from source: short enough for a demo to show recovery in
+ * seconds, and in the deployed relation to each other (integration < function < lease ≤ visibility timeout).
+ */
+export const SOURCE_DEFAULTS: StackSettings = {
+  leaseSeconds: 60,
+  ttlSeconds: 24 * 60 * 60,
+  processorTimeoutMs: 8_000,
+  timeoutsMs: {
+    paymentsCreate: 10_000,
+    paymentsGet: 10_000,
+    authorizer: 10_000,
+    webhookReceiver: 10_000,
+    settlementConsumer: 10_000,
+    paymentsCompleter: 10_000,
+  },
+  integrationTimeoutMs: 9_000,
+  authorizerResultTtlSeconds: 0,
+  // Six times the consumer's timeout, as AWS advises for an SQS event source.
+  settlement: { visibilitySeconds: 60, maxReceiveCount: 5, batchSize: 10, concurrency: 5 },
+  completerIntervalSeconds: 10,
+};
+
+/** The functions whose timeout `API_FUNCTION_TIMEOUT_MS` sets: everything but the queue's consumer. */
+const API_TIMED: readonly ServiceFunction[] = [
+  'paymentsCreate',
+  'paymentsGet',
+  'authorizer',
+  'webhookReceiver',
+  'paymentsCompleter',
+];
+
+/**
+ * What the synthesized template fixes, as the local stack's defaults when it runs the bundles: each function's
+ * timeout, the lease, TTL and processor timeout its environment carries, the API's integration timeout and
+ * authorizer cache, the settlement queue's visibility timeout and redrive, its event source's batch size and
+ * concurrency, and the completer's schedule.
+ */
+export function deployedSettings(stack: DeployedStack): StackSettings {
+  const fn = (key: ServiceFunction) => stack.function(SERVICE_FUNCTIONS[key].constructId);
+  const keys = Object.keys(SERVICE_FUNCTIONS) as ServiceFunction[];
+  const timeoutsMs = Object.fromEntries(keys.map((key) => [key, fn(key).timeoutSeconds * 1000])) as Record<
+    ServiceFunction,
+    number
+  >;
+  const routes = (['paymentsCreate', 'paymentsGet', 'webhookReceiver'] as const).map((key) =>
+    required(stack.integrationTimeoutMs(fn(key)), `${SERVICE_FUNCTIONS[key].constructId} has no API method`),
+  );
+  const queue = required(stack.queueSource(fn('settlementConsumer')), 'SettlementConsumer has no SQS event source');
+  return {
+    leaseSeconds: Number(sharedLiteral(stack, 'IDEMPOTENCY_LEASE_SECONDS')),
+    ttlSeconds: Number(sharedLiteral(stack, 'IDEMPOTENCY_TTL_SECONDS')),
+    processorTimeoutMs: Number(sharedLiteral(stack, 'PROCESSOR_TIMEOUT_MS')),
+    timeoutsMs,
+    integrationTimeoutMs: Math.min(...routes),
+    authorizerResultTtlSeconds: required(
+      stack.authorizerResultTtlSeconds(fn('authorizer')),
+      'Authorizer is no authorizer',
+    ),
+    settlement: {
+      visibilitySeconds: queue.visibilityTimeoutSeconds,
+      maxReceiveCount: required(queue.maxReceiveCount, 'the settlement queue has no redrive policy'),
+      batchSize: queue.batchSize,
+      concurrency: queue.maximumConcurrency ?? SOURCE_DEFAULTS.settlement.concurrency,
+    },
+    completerIntervalSeconds: required(stack.schedulePeriodSeconds(fn('paymentsCompleter')), 'no completer schedule'),
+  };
+}
+
+/**
+ * The settings for a run: the defaults (the local stack's, or the template's), with each variable of the README's
+ * "Local settings" that is set replacing its part. The derived relations hold in both cases: the integration timeout
+ * stays under the API functions' timeout, and the consumer's timeout within the visibility timeout.
+ */
+export function stackSettings(env: Env, defaults: StackSettings = SOURCE_DEFAULTS): StackSettings {
+  const apiTimeoutMs = env.API_FUNCTION_TIMEOUT_MS ? numberEnv('API_FUNCTION_TIMEOUT_MS', 0, env) : undefined;
+  const visibilitySeconds = numberEnv('SETTLEMENT_VISIBILITY_SECONDS', defaults.settlement.visibilitySeconds, env);
+  const timeoutsMs = { ...defaults.timeoutsMs };
+  if (apiTimeoutMs !== undefined) for (const key of API_TIMED) timeoutsMs[key] = apiTimeoutMs;
+  timeoutsMs.settlementConsumer = Math.min(
+    numberEnv('CONSUMER_FUNCTION_TIMEOUT_MS', defaults.timeoutsMs.settlementConsumer, env),
+    visibilitySeconds * 1000,
+  );
+  return {
+    ...defaults,
+    leaseSeconds: numberEnv('IDEMPOTENCY_LEASE_SECONDS', defaults.leaseSeconds, env),
+    ttlSeconds: numberEnv('IDEMPOTENCY_TTL_SECONDS', defaults.ttlSeconds, env),
+    processorTimeoutMs: numberEnv('PROCESSOR_TIMEOUT_MS', defaults.processorTimeoutMs, env),
+    timeoutsMs,
+    integrationTimeoutMs: Math.min(defaults.integrationTimeoutMs, timeoutsMs.paymentsCreate - 500),
+    settlement: {
+      ...defaults.settlement,
+      visibilitySeconds,
+      maxReceiveCount: numberEnv('SETTLEMENT_MAX_RECEIVE_COUNT', defaults.settlement.maxReceiveCount, env),
+    },
+    completerIntervalSeconds: numberEnv('COMPLETER_INTERVAL_SECONDS', defaults.completerIntervalSeconds, env),
+  };
+}
+
+/** The settings in the shared timing rules' terms (lib/timing), which the local stack checks before it starts. */
+export function timingsOf(settings: StackSettings): Timings {
+  const { timeoutsMs } = settings;
+  return {
+    leaseMs: settings.leaseSeconds * 1000,
+    ttlMs: settings.ttlSeconds * 1000,
+    apiIntegrationMs: settings.integrationTimeoutMs,
+    processorTimeoutMs: settings.processorTimeoutMs,
+    queueVisibilityMs: settings.settlement.visibilitySeconds * 1000,
+    completerPeriodMs: settings.completerIntervalSeconds * 1000,
+    functions: [
+      { name: 'payments-create', timeoutMs: timeoutsMs.paymentsCreate, trigger: 'route', callsProcessor: true },
+      { name: 'payments-get', timeoutMs: timeoutsMs.paymentsGet, trigger: 'route' },
+      { name: 'webhook-receiver', timeoutMs: timeoutsMs.webhookReceiver, trigger: 'route' },
+      { name: 'authorizer', timeoutMs: timeoutsMs.authorizer, trigger: 'authorizer' },
+      { name: 'settlement-consumer', timeoutMs: timeoutsMs.settlementConsumer, trigger: 'queue' },
+      {
+        name: 'payments-completer',
+        timeoutMs: timeoutsMs.paymentsCompleter,
+        trigger: 'schedule',
+        callsProcessor: true,
+      },
+    ],
+  };
+}
+
+/**
+ * A variable that every function setting it sets to the same literal (one lease for the whole service): the local
+ * stack's emulators use the same value as the functions.
+ */
+function sharedLiteral(stack: DeployedStack, name: string): string {
+  const values = new Set<unknown>();
+  for (const fn of stack.functions.values()) if (name in fn.environment) values.add(fn.environment[name]);
+  const [value, ...others] = [...values];
+  if (typeof value !== 'string' || others.length > 0) {
+    throw new ConfigurationError(`${stack.stackName}'s functions should share one literal ${name}, got ${[...values]}`);
+  }
+  return value;
+}
+
+function required<T>(value: T | undefined, message: string): T {
+  if (value === undefined) throw new Error(message);
+  return value;
+}

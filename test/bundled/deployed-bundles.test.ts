@@ -1,0 +1,463 @@
+import { randomUUID } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { build } from 'esbuild';
+import type { OpenAPIObject } from 'openapi3-ts/oas31';
+import { environments } from '../../lib/infra/environments';
+import { serviceFunctions } from '../../lib/infra/functions';
+import { LAMBDA_BUNDLING } from '../../lib/infra/service-function';
+import { DeployedStack, referencedLogicalId } from '../../lib/local/cloud-assembly';
+import { freePort } from '../../lib/local/free-port';
+import { SERVICE_FUNCTIONS } from '../../lib/local/service-functions';
+import { type LocalSqs, startLocalSqs } from '../../lib/local/sqs';
+import { deployedSettings } from '../../lib/local/stack-settings';
+import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
+import { type SynthesizedAssembly, synthesize } from '../support/cdk-synth';
+import { runStackProcessToExit, type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { OpenApiContract } from '../support/openapi-contract';
+import { descendantEnvironments } from '../support/process-environment';
+
+/**
+ * The service end to end on the bytes that deploy. `cdk synth -c env=dev` runs once for this file, as `npm run
+ * synth` runs it; the local stack process (`bin/local.ts`, what `npm start` runs) is then pointed at that cloud
+ * assembly with LOCAL_CDK_OUT, so every request, queue message and scheduled run goes through the local gateway,
+ * the SQS poller and the schedule into the esbuild bundles the template deploys, each function in processes of its
+ * own with its own environment from the template (lib/local/bundled-service.ts).
+ */
+jest.setTimeout(120_000);
+
+const root = join(__dirname, '..', '..');
+const dev = environments.dev;
+const SECRET = 'whsec_bundled_e2e';
+const API_KEY = 'sk_test_bundled';
+const ACCOUNT = 'acct_bundled';
+const card = { amount: 3100, currency: 'eur', source: 'tok_visa', description: 'Bundled order' };
+let assembly: SynthesizedAssembly;
+
+beforeAll(async () => {
+  assembly = await synthesize('dev');
+}, 300_000);
+afterAll(() => assembly?.dispose());
+
+interface Payment {
+  id: string;
+  status: string;
+  charge_id: string;
+  settled_at: string | null;
+}
+
+/** A local stack's variables for one test stack: its own tables, and the test's sandbox as processor and mailer. */
+function stackEnv(sandbox: Sandbox, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    LOCAL_CDK_OUT: assembly.directory,
+    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+    PROCESSOR_URL: sandbox.url,
+    PROCESSOR_WEBHOOK_SECRET: SECRET,
+    IDEMPOTENCY_TABLE: `bundled-idem-${randomUUID().slice(0, 8)}`,
+    PAYMENTS_TABLE: `bundled-pay-${randomUUID().slice(0, 8)}`,
+    LOCAL_API_KEYS: `${API_KEY}:${ACCOUNT}`,
+    ...extra,
+  };
+}
+
+function pay(url: string, key: string, apiKey = API_KEY, body: unknown = card) {
+  return fetch(`${url}/payments`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json', 'Idempotency-Key': key },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+function getPayment(url: string, id: string) {
+  return fetch(`${url}/payments/${id}`, { headers: { Authorization: `Bearer ${API_KEY}` } });
+}
+
+async function eventually<T>(probe: () => Promise<T> | T, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function fault(sandbox: Sandbox, body: unknown) {
+  const response = await fetch(`${sandbox.url}/__faults`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  expect(response.ok).toBe(true);
+}
+
+describe('the synthesized dev stack', () => {
+  it('deploys the functions of the FunctionSpec table, each of which the local stack runs', () => {
+    const stack = DeployedStack.load(assembly.directory);
+    expect(stack.stackName).toBe(dev.stackName);
+    const deployed = [...stack.functions.keys()].sort();
+    expect(deployed).toEqual(serviceFunctions.map((spec) => spec.id).sort());
+    expect(
+      Object.values(SERVICE_FUNCTIONS)
+        .map((fn) => fn.constructId)
+        .sort(),
+    ).toEqual(deployed);
+  });
+
+  it('sets up the local gateway, queue and schedule as the template sets up API Gateway, SQS and EventBridge', () => {
+    const { timeouts, idempotency } = dev;
+    expect(deployedSettings(DeployedStack.load(assembly.directory))).toEqual({
+      leaseSeconds: idempotency.leaseSeconds,
+      ttlSeconds: idempotency.ttlSeconds,
+      processorTimeoutMs: timeouts.processorMilliseconds,
+      timeoutsMs: {
+        paymentsCreate: timeouts.apiFunctionSeconds * 1000,
+        paymentsGet: timeouts.apiFunctionSeconds * 1000,
+        authorizer: timeouts.authorizerSeconds * 1000,
+        webhookReceiver: timeouts.apiFunctionSeconds * 1000,
+        settlementConsumer: timeouts.queueConsumerSeconds * 1000,
+        paymentsCompleter: timeouts.completerSeconds * 1000,
+      },
+      integrationTimeoutMs: timeouts.apiIntegrationSeconds * 1000,
+      authorizerResultTtlSeconds: dev.authorizer.cacheSeconds,
+      settlement: {
+        visibilitySeconds: 6 * timeouts.queueConsumerSeconds,
+        maxReceiveCount: 5,
+        batchSize: 10,
+        concurrency: dev.concurrency.settlementMaxConcurrency,
+      },
+      completerIntervalSeconds: idempotency.recoveryPeriodMinutes * 60,
+    });
+  });
+});
+
+/** What every environment has besides its template's variables: the Lambda service's, and the local endpoints. */
+const ADDED = new Set([
+  '_HANDLER',
+  'AWS_REGION',
+  'AWS_DEFAULT_REGION',
+  'AWS_EXECUTION_ENV',
+  'AWS_LAMBDA_FUNCTION_NAME',
+  'AWS_LAMBDA_FUNCTION_VERSION',
+  'AWS_LAMBDA_FUNCTION_MEMORY_SIZE',
+  'AWS_LAMBDA_INITIALIZATION_TYPE',
+  'AWS_LAMBDA_LOG_GROUP_NAME',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'LAMBDA_TASK_ROOT',
+  'PATH',
+  'LANG',
+  'TZ',
+  'AWS_SAM_LOCAL',
+  'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED',
+  'DYNAMODB_ENDPOINT',
+  'SQS_ENDPOINT',
+  // Node's IPC channel to the stack: in the process's initial environment, removed from process.env as it starts.
+  'NODE_CHANNEL_FD',
+  'NODE_CHANNEL_SERIALIZATION_MODE',
+]);
+
+function pick(env: Readonly<Record<string, string>>, names: readonly string[]): Record<string, string | undefined> {
+  return Object.fromEntries(names.map((name) => [name, env[name]]));
+}
+
+describe("the service run from its bundles, with the template's own values", () => {
+  let sandbox: Sandbox;
+  let sqs: LocalSqs;
+  let stack: StackProcess;
+  let env: Record<string, string>;
+  let contract: OpenApiContract;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    sqs = await startLocalSqs();
+    sandbox = await startSandbox({
+      port: 0,
+      webhookUrl: `http://127.0.0.1:${port}/webhooks/processor`,
+      webhookSecret: SECRET,
+    });
+    env = stackEnv(sandbox, {
+      SQS_ENDPOINT: sqs.endpoint,
+      SETTLEMENT_QUEUE_NAME: `bundled-${randomUUID().slice(0, 8)}`,
+      // Only the stack process has this: no function may see it.
+      KEYSTONE_STACK_ONLY: 'the stack process, not its functions',
+    });
+    stack = await startStackProcess(env, port);
+    contract = new OpenApiContract((await (await fetch(`${stack.url}/openapi.json`)).json()) as OpenAPIObject);
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await sandbox?.close();
+    await sqs?.close();
+  });
+  afterEach(async () => {
+    await fetch(`${sandbox.url}/__faults`, { method: 'DELETE' });
+  });
+
+  it('says which bundle each function runs, and that nothing but the stand-ins differs from the template', () => {
+    const output = stack.output();
+    expect(output).toContain(`functions from the bundles of ${dev.stackName} in ${assembly.directory}`);
+    for (const { constructId } of Object.values(SERVICE_FUNCTIONS)) {
+      expect(output).toMatch(new RegExp(`${constructId}: asset\\.[0-9a-f]{64} \\(index\\.handler\\)`));
+    }
+    expect(output).not.toContain('overridden');
+  });
+
+  it('takes a payment through the authorizer, replays it with one charge, and reads it back', async () => {
+    const key = randomUUID();
+    const first = await pay(stack.url, key);
+    await contract.check('POST /payments', first);
+    expect(first.status).toBe(201);
+    const payment = (await first.json()) as Payment;
+
+    const replay = await pay(stack.url, key);
+    await contract.check('POST /payments', replay);
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await replay.json()) as Payment).id).toBe(payment.id);
+    expect(sandbox.charges().filter((charge) => charge.metadata.payment_id === payment.id)).toHaveLength(1);
+
+    const read = await getPayment(stack.url, payment.id);
+    await contract.check('GET /payments/{id}', read);
+    expect(read.status).toBe(200);
+    expect(((await read.json()) as Payment).charge_id).toBe(payment.charge_id);
+  });
+
+  it('turns away an unknown API key and a bad body before anything is charged', async () => {
+    const charges = sandbox.charges().length;
+    const unknown = await pay(stack.url, randomUUID(), 'sk_test_nobody');
+    await contract.check('POST /payments', unknown);
+    expect(unknown.status).toBe(401);
+    const invalid = await pay(stack.url, randomUUID(), API_KEY, { ...card, amount: -1 });
+    await contract.check('POST /payments', invalid);
+    expect(invalid.status).toBe(400);
+    expect(invalid.headers.get('content-type')).toBe('application/problem+json');
+    expect(sandbox.charges()).toHaveLength(charges);
+  });
+
+  it("settles the payment from the processor's signed event, through the queue, with one receipt", async () => {
+    const response = await pay(stack.url, randomUUID());
+    expect(response.status).toBe(201);
+    const payment = (await response.json()) as Payment;
+    const settled = await eventually(
+      async () => (await (await getPayment(stack.url, payment.id)).json()) as Payment,
+      (p) => p.status === 'settled',
+    );
+    expect(settled.settled_at).toEqual(expect.any(String));
+    const receipts = () =>
+      sandbox.emails().filter((email) => (email.metadata as Record<string, string>)?.payment_id === payment.id);
+    await eventually(receipts, (emails) => emails.length === 1);
+  });
+
+  it("records a payment whose client never came back, from the processor's event", async () => {
+    await fault(sandbox, { mode: 'drop_after_charge', count: 1 });
+    const key = randomUUID();
+    const lost = await pay(stack.url, key);
+    expect(lost.status).toBe(502);
+    const charge = sandbox.charges().find((c) => c.metadata.operation_key?.endsWith(`|${key}`));
+    expect(charge).toBeDefined();
+    const recorded = await eventually(
+      () => getPayment(stack.url, charge!.metadata.payment_id!),
+      (response) => response.status === 200,
+    );
+    expect(((await recorded.json()) as Payment).charge_id).toBe(charge!.id);
+  });
+
+  it("runs each function in processes of its own, with its template's variables and only those", async () => {
+    const deployed = DeployedStack.load(assembly.directory);
+    const queueUrl = async (name: string) =>
+      (await sqs.client.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl!;
+    /** What the test itself gave the stack, for each variable the template can only name. */
+    const local: Record<string, string> = {
+      IDEMPOTENCY_TABLE: env.IDEMPOTENCY_TABLE!,
+      PAYMENTS_TABLE: env.PAYMENTS_TABLE!,
+      SETTLEMENT_QUEUE_URL: await queueUrl(env.SETTLEMENT_QUEUE_NAME!),
+      SETTLEMENT_DLQ_URL: await queueUrl(`${env.SETTLEMENT_QUEUE_NAME}-dlq`),
+      PROCESSOR_URL: sandbox.url,
+      MAILER_URL: sandbox.url,
+    };
+    const processes = descendantEnvironments(stack.pid).filter(({ env }) => env.AWS_LAMBDA_FUNCTION_NAME);
+    for (const { name, constructId } of Object.values(SERVICE_FUNCTIONS)) {
+      const own = processes.filter(({ env }) => env.AWS_LAMBDA_FUNCTION_NAME === name);
+      expect({ name, environments: own.length > 0 }).toEqual({ name, environments: true });
+      const template = deployed.function(constructId).environment;
+      for (const { env } of own) {
+        const expected: Record<string, string> = {};
+        for (const [variable, value] of Object.entries(template)) {
+          if (variable === 'PROCESSOR_WEBHOOK_SECRET_ARN') expected.PROCESSOR_WEBHOOK_SECRET = SECRET;
+          else if (referencedLogicalId(value) || variable.endsWith('_URL')) expected[variable] = local[variable]!;
+          else expected[variable] = String(value);
+        }
+        // The template's values, the local stand-ins, and nothing the template does not set for this function...
+        expect(pick(env, Object.keys(expected))).toEqual(expected);
+        const unexpected = Object.keys(env).filter((variable) => !(variable in expected) && !ADDED.has(variable));
+        expect({ name, unexpected }).toEqual({ name, unexpected: [] });
+        // ...and none of what the stack process itself was started with.
+        expect(env.KEYSTONE_STACK_ONLY).toBeUndefined();
+      }
+    }
+    const getEnv = processes.find(({ env }) => env.AWS_LAMBDA_FUNCTION_NAME === 'payments-get')!.env;
+    expect(getEnv).not.toHaveProperty('PROCESSOR_URL');
+    expect(getEnv).not.toHaveProperty('IDEMPOTENCY_TABLE');
+    expect(getEnv).not.toHaveProperty('SQS_ENDPOINT');
+    expect(getEnv).toMatchObject({
+      IDEMPOTENCY_LEASE_SECONDS: '90',
+      LOG_LEVEL: 'DEBUG',
+      NODE_OPTIONS: '--enable-source-maps',
+    });
+  });
+});
+
+describe('the service run from its bundles, with a 4 s lease so that recovery fits in a test', () => {
+  let sandbox: Sandbox;
+  let stack: StackProcess;
+
+  beforeAll(async () => {
+    // No webhooks: only the completer can find a payment whose client never came back.
+    sandbox = await startSandbox({ port: 0 });
+    stack = await startStackProcess(
+      stackEnv(sandbox, {
+        // The template's 90 s lease, 12 s to 60 s timeouts and 1-minute schedule, scaled down in the same relation.
+        IDEMPOTENCY_LEASE_SECONDS: '4',
+        API_FUNCTION_TIMEOUT_MS: '3000',
+        CONSUMER_FUNCTION_TIMEOUT_MS: '3000',
+        PROCESSOR_TIMEOUT_MS: '2000',
+        COMPLETER_INTERVAL_SECONDS: '1',
+      }),
+    );
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await sandbox?.close();
+  });
+
+  it('says what it overrode', () => {
+    expect(stack.output()).toContain(
+      'overridden: IDEMPOTENCY_LEASE_SECONDS: 90 -> 4, PROCESSOR_TIMEOUT_MS: 8000 -> 2000',
+    );
+  });
+
+  it('finishes a payment whose client never came back and whose event never came, with the completer', async () => {
+    await fault(sandbox, { mode: 'drop_after_charge', count: 1 });
+    const key = randomUUID();
+    const lost = await pay(stack.url, key);
+    expect(lost.status).toBe(502);
+    const charge = sandbox.charges().find((c) => c.metadata.operation_key?.endsWith(`|${key}`))!;
+    expect(charge).toBeDefined();
+    // Due a lease after the release, then found within a period: well within 20 s.
+    const recorded = await eventually(
+      () => getPayment(stack.url, charge.metadata.payment_id!),
+      (response) => response.status === 200,
+    );
+    const payment = (await recorded.json()) as Payment;
+    expect(payment.charge_id).toBe(charge.id);
+    // The client's late retry replays the 201 the completer stored, and charges nothing.
+    const retry = await pay(stack.url, key);
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await retry.json()) as Payment).id).toBe(payment.id);
+    expect(sandbox.charges().filter((c) => c.metadata.operation_key?.endsWith(`|${key}`))).toHaveLength(1);
+  });
+});
+
+describe('a broken bundle stops the bundled run at start, naming the function and the cause', () => {
+  let sandbox: Sandbox;
+  const copies: string[] = [];
+
+  beforeAll(async () => {
+    sandbox = await startSandbox({ port: 0 });
+  });
+  afterAll(async () => {
+    await sandbox?.close();
+    for (const copy of copies) rmSync(copy, { recursive: true, force: true });
+  });
+
+  /** A copy of the synthesized assembly, and the directory of one function's bundle in it. */
+  function copyOfAssembly(): { directory: string; bundleOf(id: string): string; templateFile: string } {
+    const directory = mkdtempSync(join(tmpdir(), 'keystone-cdk-out-broken-'));
+    copies.push(directory);
+    cpSync(assembly.directory, directory, { recursive: true });
+    const stack = DeployedStack.load(directory);
+    return {
+      directory,
+      bundleOf: (id) => stack.function(id).codeDirectory,
+      templateFile: join(directory, `${stack.stackName}.template.json`),
+    };
+  }
+
+  /** Bundles a function again as CDK does (LAMBDA_BUNDLING), with one thing changed, over its asset. */
+  async function rebundle(entry: string, outdir: string, change: { external: string[] }) {
+    rmSync(outdir, { recursive: true, force: true });
+    await build({
+      entryPoints: [join(root, entry)],
+      outfile: join(outdir, 'index.mjs'),
+      bundle: true,
+      platform: 'node',
+      target: 'node22',
+      format: 'esm',
+      mainFields: LAMBDA_BUNDLING.mainFields,
+      banner: { js: LAMBDA_BUNDLING.banner! },
+      define: LAMBDA_BUNDLING.define,
+      external: change.external,
+      minify: true,
+      logLevel: 'silent',
+    });
+  }
+
+  async function runBroken(directory: string) {
+    const { code, output } = await runStackProcessToExit(
+      stackEnv(sandbox, { LOCAL_CDK_OUT: directory, PORT: String(await freePort()) }),
+      60_000,
+    );
+    return { code, output };
+  }
+
+  it('when the handler export was renamed', async () => {
+    const copy = copyOfAssembly();
+    const file = join(copy.bundleOf('PaymentsGet'), 'index.mjs');
+    const source = readFileSync(file, 'utf8');
+    const renamed = source.replace(/export\{(\w+) as handler\}/, 'export{$1 as getPayment}');
+    expect(renamed).not.toBe(source);
+    writeFileSync(file, renamed);
+
+    const { code, output } = await runBroken(copy.directory);
+    expect(code).toBe(1);
+    expect(output).toContain('The bundled functions failed to initialise:');
+    expect(output).toMatch(
+      /- PaymentsGet from asset\.[0-9a-f]{64} \(index\.handler\): Runtime\.HandlerNotFound: index\.handler is undefined or not exported/,
+    );
+    expect(output).not.toContain('API listening on');
+  });
+
+  it('when the bundle imports a package it does not carry (marked external)', async () => {
+    const copy = copyOfAssembly();
+    await rebundle('functions/payments-get.ts', copy.bundleOf('PaymentsGet'), { external: ['@middy/core'] });
+
+    const { code, output } = await runBroken(copy.directory);
+    expect(code).toBe(1);
+    expect(output).toMatch(
+      /- PaymentsGet from asset\.[0-9a-f]{64} \(index\.handler\): Runtime\.ImportModuleError: Error: Cannot find package '@middy\/core'/,
+    );
+  });
+
+  it('when the template no longer gives a function a variable it reads at cold start', async () => {
+    const copy = copyOfAssembly();
+    const template = JSON.parse(readFileSync(copy.templateFile, 'utf8'));
+    const [logicalId] = Object.entries(
+      template.Resources as Record<string, { Metadata?: Record<string, string> }>,
+    ).find(([, resource]) => resource.Metadata?.['aws:cdk:path'] === `${dev.stackName}/PaymentsGet/Function/Resource`)!;
+    const variables = template.Resources[logicalId].Properties.Environment.Variables;
+    expect(variables.PAYMENTS_TABLE).toBeDefined();
+    delete variables.PAYMENTS_TABLE;
+    writeFileSync(copy.templateFile, JSON.stringify(template));
+
+    const { code, output } = await runBroken(copy.directory);
+    expect(code).toBe(1);
+    // The local stack knows the payments table, and still does not hand it to a function whose template lacks it.
+    expect(output).toMatch(
+      /- PaymentsGet from asset\.[0-9a-f]{64} \(index\.handler\): ConfigurationError: environment variable PAYMENTS_TABLE is required/,
+    );
+  });
+});

@@ -1,0 +1,74 @@
+import { SOURCE_DEFAULTS, type StackSettings, stackSettings, timingsOf } from '../../lib/local/stack-settings';
+import { timingViolations } from '../../lib/timing/timing';
+
+/** The dev template's values, as deployedSettings reads them (test/bundled checks it against a real synth). */
+const TEMPLATE: StackSettings = {
+  leaseSeconds: 90,
+  ttlSeconds: 86_400,
+  processorTimeoutMs: 8_000,
+  timeoutsMs: {
+    paymentsCreate: 12_000,
+    paymentsGet: 12_000,
+    authorizer: 5_000,
+    webhookReceiver: 12_000,
+    settlementConsumer: 30_000,
+    paymentsCompleter: 60_000,
+  },
+  integrationTimeoutMs: 10_000,
+  authorizerResultTtlSeconds: 0,
+  settlement: { visibilitySeconds: 180, maxReceiveCount: 5, batchSize: 10, concurrency: 2 },
+  completerIntervalSeconds: 60,
+};
+
+describe('stackSettings', () => {
+  it("takes the template's values as they are when nothing is set", () => {
+    expect(stackSettings({}, TEMPLATE)).toEqual(TEMPLATE);
+    expect(timingViolations(timingsOf(TEMPLATE))).toEqual([]);
+  });
+
+  it("lets the local settings replace the template's, for a test that can't wait out a 90 s lease", () => {
+    const fast = stackSettings(
+      {
+        IDEMPOTENCY_LEASE_SECONDS: '4',
+        API_FUNCTION_TIMEOUT_MS: '3000',
+        CONSUMER_FUNCTION_TIMEOUT_MS: '3000',
+        PROCESSOR_TIMEOUT_MS: '2000',
+        COMPLETER_INTERVAL_SECONDS: '1',
+      },
+      TEMPLATE,
+    );
+    expect(fast).toEqual({
+      ...TEMPLATE,
+      leaseSeconds: 4,
+      processorTimeoutMs: 2_000,
+      timeoutsMs: {
+        paymentsCreate: 3_000,
+        paymentsGet: 3_000,
+        authorizer: 3_000,
+        webhookReceiver: 3_000,
+        settlementConsumer: 3_000,
+        paymentsCompleter: 3_000,
+      },
+      // Kept under the API functions' timeout, as the local stack always has it.
+      integrationTimeoutMs: 2_500,
+      completerIntervalSeconds: 1,
+    });
+    expect(timingViolations(timingsOf(fast))).toEqual([]);
+  });
+
+  it('keeps the consumer within the visibility timeout', () => {
+    const settings = stackSettings({ SETTLEMENT_VISIBILITY_SECONDS: '20' }, TEMPLATE);
+    expect(settings.timeoutsMs.settlementConsumer).toBe(20_000);
+  });
+
+  it("starts from the local stack's own defaults for the functions run from source", () => {
+    expect(stackSettings({})).toEqual(SOURCE_DEFAULTS);
+    expect(timingViolations(timingsOf(SOURCE_DEFAULTS))).toEqual([]);
+  });
+
+  it('refuses a setting that is not a positive number', () => {
+    expect(() => stackSettings({ IDEMPOTENCY_LEASE_SECONDS: 'soon' }, TEMPLATE)).toThrow(
+      'environment variable IDEMPOTENCY_LEASE_SECONDS must be a positive number, got "soon"',
+    );
+  });
+});
