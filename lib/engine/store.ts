@@ -268,7 +268,10 @@ export class IdempotencyStore {
   async release(lease: Lease): Promise<boolean> {
     const now = this.clock.now();
     return this.endLease(lease, RecordStatus.Released, {
-      set: lease.recoverable ? { [A.recoverAt]: now + this.leaseMs } : {},
+      // Both index attributes: recovery may have taken a record that expired unfinished out of the index.
+      set: lease.recoverable
+        ? { [A.recoverAt]: now + this.leaseMs, [A.recoveryShard]: recoveryShardOf(lease.key) }
+        : {},
       remove: [],
       now,
     });
@@ -292,16 +295,21 @@ export class IdempotencyStore {
    * Recovery's way in: takes over an unfinished operation by its key (released, abandoned, or in progress with its
    * lease run out), keeping its fingerprint and downstream key. Unlike {@link claim} it never creates a record and
    * never disturbs a live owner: a completer or a witness of the outside effect uses it to finish an operation whose
-   * client is gone. The lease it returns commits, releases or abandons like any other.
+   * client is gone. The lease it returns commits, releases or abandons like any other. A record met past its expiry
+   * is absent, and leaves the recovery index here, so that such records never pile up at the head of the index.
    */
   async resume(key: string, options: ResumeOptions = {}): Promise<ResumeOutcome> {
-    let record = await this.get(key);
+    let record = await this.read(key);
     for (let round = 0; round < MAX_ROUNDS; round++) {
       if (record === undefined) return { kind: 'absent' };
+      const now = this.clock.now();
+      if (isExpired(record, now)) {
+        if (record.recoverAt !== undefined) await this.dropFromRecovery(record, now);
+        return { kind: 'absent' };
+      }
       if (options.downstreamKey !== undefined && record.downstreamKey !== options.downstreamKey) {
         return { kind: 'absent' };
       }
-      const now = this.clock.now();
       const decision = decide(record, record.fingerprint, now);
       switch (decision.kind) {
         case 'fresh':
@@ -403,12 +411,44 @@ export class IdempotencyStore {
 
   /** The live record under `key` (strongly consistent), or undefined when absent or past its expiry. */
   async get(key: string): Promise<IdempotencyRecord | undefined> {
+    const record = await this.read(key);
+    return record === undefined || isExpired(record, this.clock.now()) ? undefined : record;
+  }
+
+  /** The record under `key` as stored (strongly consistent), even past its expiry. */
+  private async read(key: string): Promise<IdempotencyRecord | undefined> {
     const { Item } = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: { [A.key]: key }, ConsistentRead: true }),
     );
-    if (!Item) return undefined;
-    const record = fromItem(Item);
-    return isExpired(record, this.clock.now()) ? undefined : record;
+    return Item ? fromItem(Item) : undefined;
+  }
+
+  /**
+   * Takes a record that expired unfinished out of the recovery index. The index knows nothing of expiry and offers
+   * the oldest first, and TTL deletion may take days: enough such records would fill every recovery run's limit,
+   * and live operations behind them would never be finished. Conditioned on the record being the one we read and
+   * still expired: a fresh claim since has another lease token, and keeps its place in the index.
+   */
+  private async dropFromRecovery(record: IdempotencyRecord, now: number): Promise<void> {
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { [A.key]: record.key },
+          UpdateExpression: 'REMOVE #recoveryShard, #recoverAt',
+          ConditionExpression: '#leaseToken = :seenToken AND #expiresAt <= :nowSeconds',
+          ExpressionAttributeNames: {
+            '#recoveryShard': A.recoveryShard,
+            '#recoverAt': A.recoverAt,
+            '#leaseToken': A.leaseToken,
+            '#expiresAt': A.expiresAt,
+          },
+          ExpressionAttributeValues: { ':seenToken': record.leaseToken, ':nowSeconds': Math.floor(now / 1000) },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
   }
 
   private expiryFrom(nowMs: number): number {
@@ -511,7 +551,7 @@ export class IdempotencyStore {
   private async endLease(
     lease: Lease,
     status: RecordStatus,
-    change: { set: Record<string, number>; remove: string[]; now: number },
+    change: { set: Record<string, number | string>; remove: string[]; now: number },
   ): Promise<boolean> {
     const names: Record<string, string> = {
       '#status': A.status,

@@ -4,8 +4,10 @@ import { LeaseLostError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
 import { RecordAttribute } from '../../lib/engine/layout';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
+import { type RecoveryResolver, recoverDue } from '../../lib/engine/recovery';
 import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
-import { testDatabase } from '../support/dynamodb';
+import { idempotencyTable } from '../../lib/tables/definitions';
+import { createTestTable, testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
 
 /**
@@ -45,8 +47,8 @@ async function dueKeys(s: IdempotencyStore): Promise<string[]> {
  * so a test first waits until the index reflects the record's latest write, seen through a clock far ahead, and
  * only then asks what is due now: "not due yet" must never pass merely because the index had not caught up.
  */
-async function settledIndex(key: string, inIndex: boolean): Promise<void> {
-  const farAhead = store(new FakeClock(Date.UTC(2100, 0, 1)));
+async function settledIndex(key: string, inIndex: boolean, tableName = db.idempotencyTable): Promise<void> {
+  const farAhead = new IdempotencyStore({ client: db.doc, tableName, clock: new FakeClock(Date.UTC(2100, 0, 1)) });
   const deadline = Date.now() + 5000;
   while ((await dueKeys(farAhead)).includes(key) !== inIndex) {
     if (Date.now() > deadline) throw new Error(`the index never ${inIndex ? 'showed' : 'dropped'} ${key}`);
@@ -197,6 +199,19 @@ describe('resume', () => {
     expect((await s.resume(released, { downstreamKey: 'idk_some_other_generation' })).kind).toBe('absent');
   });
 
+  it('takes an operation that expired unfinished out of the index, and reports it absent', async () => {
+    const clock = new FakeClock(Date.now());
+    const ttlSeconds = 60;
+    const s = store(clock, ttlSeconds);
+    const key = newKey();
+    await claimRecoverable(s, key);
+    await settledIndex(key, true);
+    clock.advance((ttlSeconds + 1) * 1000); // expiry is in whole seconds, rounded up
+    expect(await s.resume(key)).toEqual({ kind: 'absent' });
+    await settledIndex(key, false);
+    expect((await rawItem(key))?.[RecordAttribute.status]).toBe(RecordStatus.InProgress);
+  });
+
   it('keeps recovery’s own lease recoverable: if recovery dies, the operation stays due', async () => {
     const clock = new FakeClock(Date.now());
     const s = store(clock);
@@ -208,6 +223,33 @@ describe('resume', () => {
     await settledIndex(key, true);
     clock.advance(LEASE_MS);
     expect(await dueKeys(s)).toContain(key);
+  });
+});
+
+describe('recoverDue', () => {
+  it('finishes live operations behind ones that expired unfinished, however small its limit', async () => {
+    // A table of its own: with a limit of one, what other tests left due would come first.
+    const tableName = await createTestTable(db.client, idempotencyTable);
+    const clock = new FakeClock(Date.now());
+    const ttlSeconds = 60;
+    const s = new IdempotencyStore({ client: db.doc, tableName, clock, leaseSeconds: LEASE_MS / 1000, ttlSeconds });
+    const expired = newKey();
+    await claimRecoverable(s, expired);
+    // Past its expiry the record is absent to every reader, but only TTL deletion (days, at worst) empties its
+    // place in the index, which offers the oldest first.
+    clock.advance((ttlSeconds + 1) * 1000); // expiry is in whole seconds, rounded up
+    const live = newKey();
+    await claimRecoverable(s, live);
+    for (const key of [expired, live]) await settledIndex(key, true, tableName);
+    clock.advance(LEASE_MS);
+    const nothingCharged: RecoveryResolver = async () => ({ kind: 'abandon' });
+    const first = await recoverDue(s, nothingCharged, { limit: 1 });
+    const second = await recoverDue(s, nothingCharged, { limit: 1 });
+    expect([first, second]).toMatchObject([
+      { due: 1, skipped: 1 },
+      { due: 1, abandoned: 1 },
+    ]);
+    expect((await s.get(live))?.status).toBe(RecordStatus.Abandoned);
   });
 });
 
