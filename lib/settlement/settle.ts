@@ -24,7 +24,8 @@ export interface SettleDeps {
 }
 
 const DEFAULT_OWNER_WAIT_MS = 2000;
-const OWNER_POLL_MS = 100;
+/** The first look again after 100 ms (most owners commit within a few), then less often, at most every 500 ms. */
+const OWNER_POLL_MS = { first: 100, growth: 1.5, max: 500 } as const;
 
 export interface SettleSummary {
   readonly payment_id: string;
@@ -132,10 +133,12 @@ export function waitFor(
 /** Reads until something is there or the budget is spent: a live owner usually commits within a second. */
 async function watchFor<T>(read: () => Promise<T | undefined>, budgetMs: number): Promise<T | undefined> {
   const deadline = Date.now() + budgetMs;
-  for (;;) {
+  // Backing off matters under a burst: every early event watching at a fixed short interval would load the very
+  // table the owners are committing to.
+  for (let pause: number = OWNER_POLL_MS.first; ; pause = Math.min(pause * OWNER_POLL_MS.growth, OWNER_POLL_MS.max)) {
     const found = await read();
-    if (found !== undefined || Date.now() + OWNER_POLL_MS > deadline) return found;
-    await new Promise((resolve) => setTimeout(resolve, OWNER_POLL_MS));
+    if (found !== undefined || Date.now() + pause > deadline) return found;
+    await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }
 
