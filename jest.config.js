@@ -16,7 +16,11 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(t|j)s$': ['@swc/jest'] },
   transformIgnorePatterns: ['/node_modules/(?!(@middy|@redocly|ky)/)'],
-  moduleNameMapper: { '^@middy/([^/]+)$': '<rootDir>/node_modules/@middy/$1/index.js' },
+  moduleNameMapper: {
+    '^@middy/([^/]+)$': '<rootDir>/node_modules/@middy/$1/index.js',
+    // The library's sources import each other as Node ESM must (`./store.js`): jest finds the `.ts` behind them.
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30_000,

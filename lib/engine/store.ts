@@ -16,17 +16,17 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type Clock, type IdSource, randomIds, systemClock } from './clock';
-import { decide, isExpired } from './decide';
+import { type Clock, type IdSource, randomIds, systemClock } from './clock.js';
+import { decide, isExpired } from './decide.js';
 import {
   ConfigurationError,
   ContendedError,
   EffectConditionFailedError,
   LeaseLostError,
   ResponseTooLargeError,
-} from './errors';
-import { RecordAttribute as A, RECOVERY_INDEX, RECOVERY_SHARDS } from './layout';
-import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record';
+} from './errors.js';
+import { RecordAttribute as A, RECOVERY_INDEX, RECOVERY_SHARDS } from './layout.js';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
 
 /** One action of a TransactWriteItems, in DocumentClient form: the caller's own puts, updates and checks. */
 export type EffectItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];

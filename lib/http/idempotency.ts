@@ -1,13 +1,13 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { InvalidKeyError, LeaseLostError } from '../engine/errors';
-import { fingerprint } from '../engine/fingerprint';
-import { parseIdempotencyKey, scopedKey } from '../engine/key';
-import type { Lease, StoredResponse } from '../engine/record';
-import type { EffectItem, IdempotencyStore } from '../engine/store';
-import { IdempotencyMetric } from '../metrics/definitions';
-import { BodyEncodingError, header, rawBody } from './headers';
-import { ProblemType, problemResponse } from './problem';
+import { InvalidKeyError, LeaseLostError } from '../engine/errors.js';
+import { fingerprint } from '../engine/fingerprint.js';
+import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
+import type { Lease, StoredResponse } from '../engine/record.js';
+import type { EffectItem, IdempotencyStore } from '../engine/store.js';
+import { IdempotencyMetric } from '../metrics/definitions.js';
+import { BodyEncodingError, header, rawBody } from './headers.js';
+import { ProblemType, problemResponse } from './problem.js';
 
 /** What a handler sees of the claim it runs under. */
 export interface IdempotencyHandle {

@@ -1,7 +1,7 @@
 /** The HTTP adapter: middy middlewares for API Gateway handlers, and RFC 9457 problem responses. */
-export { problemErrorHandler } from './error-handler';
-export { HttpProblem } from './errors';
-export { header, rawBody } from './headers';
+export { problemErrorHandler } from './error-handler.js';
+export { HttpProblem } from './errors.js';
+export { header, rawBody } from './headers.js';
 export {
   defaultIsStorable,
   type HttpIdempotencyOptions,
@@ -10,6 +10,6 @@ export {
   IdempotencyMetric,
   REPLAYED_HEADER,
   type WithIdempotency,
-} from './idempotency';
-export { PROBLEM_TYPE_BASE, type ProblemDetails, ProblemType, problemResponse, problemType } from './problem';
-export { validateJsonBody, type WithBody } from './validate-body';
+} from './idempotency.js';
+export { PROBLEM_TYPE_BASE, type ProblemDetails, ProblemType, problemResponse, problemType } from './problem.js';
+export { validateJsonBody, type WithBody } from './validate-body.js';

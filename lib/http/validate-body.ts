@@ -1,8 +1,8 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { z } from 'zod';
-import { BodyEncodingError, charsetOf, header, rawBody } from './headers';
-import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem';
+import { BodyEncodingError, charsetOf, header, rawBody } from './headers.js';
+import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem.js';
 
 /** The context a handler sees after {@link validateJsonBody}: the parsed, typed body. */
 export type WithBody<T> = { body: T };

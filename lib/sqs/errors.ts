@@ -1,4 +1,4 @@
-import { IdempotencyError } from '../engine/errors';
+import { IdempotencyError } from '../engine/errors.js';
 
 /**
  * Root of the SQS adapter's errors. A record that must go back to the queue is failed by throwing one of these

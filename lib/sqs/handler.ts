@@ -7,17 +7,17 @@ import {
 } from '@aws-lambda-powertools/batch';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { ConfigurationError } from '../engine/errors';
-import type { IdempotencyStore } from '../engine/store';
+import { ConfigurationError } from '../engine/errors.js';
+import type { IdempotencyStore } from '../engine/store.js';
 import {
   DeadLetterError,
   RecordFencedError,
   RecordInFlightError,
   RecordMismatchError,
   RetryLaterError,
-} from './errors';
-import { recordIdentity } from './identity';
-import { type ProcessRecordOptions, processIdentifiedRecord, type RecordOutcome } from './process-record';
+} from './errors.js';
+import { recordIdentity } from './identity.js';
+import { type ProcessRecordOptions, processIdentifiedRecord, type RecordOutcome } from './process-record.js';
 
 /** Where the handler reports records it sends back to the queue. Powertools' Logger and `console` both fit. */
 export interface SqsLogger {

@@ -1,10 +1,10 @@
 import type { Context, SQSRecord } from 'aws-lambda';
-import { LeaseLostError } from '../engine/errors';
-import type { Lease } from '../engine/record';
-import type { IdempotencyStore } from '../engine/store';
-import { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity';
-import { EffectStage, type SqsRecordContext } from './record-context';
-import { summaryOf, summaryResponse } from './summary';
+import { LeaseLostError } from '../engine/errors.js';
+import type { Lease } from '../engine/record.js';
+import type { IdempotencyStore } from '../engine/store.js';
+import { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity.js';
+import { EffectStage, type SqsRecordContext } from './record-context.js';
+import { summaryOf, summaryResponse } from './summary.js';
 
 /** The function that does a record's work. What it returns is stored, as JSON, and handed back on replays. */
 export type SqsRecordFunction<TSummary> = (record: SQSRecord, context: SqsRecordContext) => Promise<TSummary>;

@@ -1,7 +1,7 @@
 import type { Context, SQSRecord } from 'aws-lambda';
-import type { Lease } from '../engine/record';
-import type { EffectItem } from '../engine/store';
-import { SqsIdempotencyError, TooManyEffectsError } from './errors';
+import type { Lease } from '../engine/record.js';
+import type { EffectItem } from '../engine/store.js';
+import { SqsIdempotencyError, TooManyEffectsError } from './errors.js';
 
 /** What the record function sees besides the record: who it is, under which keys, and where to put its writes. */
 export interface SqsRecordContext {

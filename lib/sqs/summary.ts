@@ -1,4 +1,4 @@
-import type { StoredResponse } from '../engine/record';
+import type { StoredResponse } from '../engine/record.js';
 
 /**
  * A record's result, as the engine stores it: the record function's small JSON summary in the body of a 200
