@@ -1,0 +1,60 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import ts from 'typescript';
+
+/**
+ * The package's entry points are written down in four places that must agree: package.json `exports` (what a
+ * consumer gets), tsconfig.build.json `include` (what is built into dist/), tsconfig.json `paths` (how this
+ * repository's own code resolves the package's name to the sources, for tsc, esbuild and tsx) and jest's
+ * `moduleNameMapper` (the same, for jest). One forgotten list would have the reference service compile against one
+ * thing and ship another.
+ */
+const root = join(__dirname, '..', '..');
+const manifest = require(join(root, 'package.json')) as { name: string; exports: Record<string, unknown> };
+const jestConfig = require(join(root, 'jest.config.js')) as { moduleNameMapper: Record<string, string> };
+
+function tsconfig(file: string): { compilerOptions: { paths?: Record<string, string[]> }; include: string[] } {
+  const { config, error } = ts.readConfigFile(join(root, file), ts.sys.readFile);
+  if (error) throw new Error(ts.flattenDiagnosticMessageText(error.messageText, '\n'));
+  return config;
+}
+
+/** Each entry point (`keystone-idempotency/http`) and the source folder its `exports` target is built from. */
+const entryPoints = Object.entries(manifest.exports)
+  .filter(([subpath]) => subpath !== './package.json')
+  .map(([subpath, target]) => {
+    const built = (target as { default: string }).default;
+    const folder = /^\.\/dist\/([a-z]+)\/index\.js$/.exec(built)?.[1];
+    if (!folder) throw new Error(`${subpath} points at ${built}, not at dist/<folder>/index.js`);
+    return { name: subpath === '.' ? manifest.name : `${manifest.name}/${subpath.slice(2)}`, folder };
+  });
+
+describe("the package's entry points", () => {
+  it('each have a source folder with an index, built by tsconfig.build.json', () => {
+    const built = tsconfig('tsconfig.build.json').include;
+    for (const { folder } of entryPoints) {
+      expect(existsSync(join(root, 'lib', folder, 'index.ts'))).toBe(true);
+      expect(built).toContain(`lib/${folder}`);
+    }
+    expect(new Set(built)).toEqual(new Set(entryPoints.map(({ folder }) => `lib/${folder}`)));
+  });
+
+  it("resolve to those sources in tsconfig.json's paths, and nothing else does", () => {
+    const paths = tsconfig('tsconfig.json').compilerOptions.paths ?? {};
+    expect(paths).toEqual(
+      Object.fromEntries(entryPoints.map(({ name, folder }) => [name, [`./lib/${folder}/index.ts`]])),
+    );
+  });
+
+  it("resolve to the same sources in jest's moduleNameMapper", () => {
+    const mapped = (name: string): string | undefined => {
+      for (const [pattern, target] of Object.entries(jestConfig.moduleNameMapper)) {
+        const match = new RegExp(pattern).exec(name);
+        if (match) return target.replace(/\$(\d)/g, (_, group: string) => match[Number(group)] ?? '');
+      }
+      return undefined;
+    };
+    for (const { name, folder } of entryPoints) expect(mapped(name)).toBe(`<rootDir>/lib/${folder}/index.ts`);
+    expect(mapped(`${manifest.name}/payments`)).toBeUndefined();
+  });
+});
