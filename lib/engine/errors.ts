@@ -1,3 +1,5 @@
+import type { IdempotencyRecord } from './record.js';
+
 /**
  * The engine's error tree. Expected outcomes of a claim (replay, in flight, mismatch) are values, not errors:
  * these are for input the engine refuses and for states the caller must handle.
@@ -27,10 +29,31 @@ export class InvalidKeyError extends IdempotencyError {
 export class LeaseLostError extends IdempotencyError {
   constructor(
     readonly key: string,
+    /** The record as the failed write found it (the new owner's, or the completed one), when DynamoDB returned it. */
+    readonly record: IdempotencyRecord | undefined,
     options?: { cause?: unknown },
   ) {
     super(`the lease on ${key} is no longer held by this owner`, options);
     this.name = 'LeaseLostError';
+  }
+}
+
+/** More effects staged than one TransactWriteItems can carry next to the key's completion. */
+export class TooManyEffectsError extends IdempotencyError {
+  constructor(readonly limit: number) {
+    super(`at most ${limit} effect items can commit with one record (one transaction)`);
+    this.name = 'TooManyEffectsError';
+  }
+}
+
+/**
+ * An effect was staged after the work returned (a promise left running, a callback called late): the commit was
+ * already built without it, so it would be lost without a word. Refused loudly instead.
+ */
+export class StagingClosedError extends IdempotencyError {
+  constructor(readonly key: string) {
+    super(`stage() was called for ${key} after the work returned; the item was not staged`);
+    this.name = 'StagingClosedError';
   }
 }
 

@@ -255,7 +255,7 @@ export class IdempotencyStore {
       // landed if the record is completed under our lease; anything else means we lost it.
       const current = await this.get(lease.key);
       if (current?.status === RecordStatus.Completed && current.leaseToken === lease.leaseToken) return;
-      throw new LeaseLostError(lease.key, { cause: current });
+      throw new LeaseLostError(lease.key, current);
     }
   }
 
@@ -402,8 +402,7 @@ export class IdempotencyStore {
         return { kind: 'committed', response, downstreamKey };
       } catch (error) {
         if (!(error instanceof LeaseLostError)) throw error;
-        existing = error.cause as IdempotencyRecord | undefined;
-        if (existing === undefined) existing = await this.get(key);
+        existing = error.record ?? (await this.get(key));
       }
     }
     throw new ContendedError(key);
@@ -664,7 +663,7 @@ export class IdempotencyStore {
         const recordReason = reasons[recordIndex];
         if (recordReason?.Code === 'ConditionalCheckFailed') {
           const raw = recordReason.Item as Record<string, AttributeValue> | undefined;
-          throw new LeaseLostError(key, { cause: raw ? fromItem(unmarshall(raw)) : undefined });
+          throw new LeaseLostError(key, raw ? fromItem(unmarshall(raw)) : undefined, { cause: error });
         }
         const effectIndex = reasons.findIndex((reason) => reason.Code === 'ConditionalCheckFailed');
         if (effectIndex >= 0) {

@@ -3,30 +3,14 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { InvalidKeyError, LeaseLostError } from '../engine/errors.js';
 import { fingerprint } from '../engine/fingerprint.js';
 import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
-import type { Lease, StoredResponse } from '../engine/record.js';
-import type { EffectItem, IdempotencyStore } from '../engine/store.js';
+import { ClaimedOperation, type IdempotencyHandle } from '../engine/operation.js';
+import type { StoredResponse } from '../engine/record.js';
+import type { IdempotencyStore } from '../engine/store.js';
 import { IdempotencyMetric } from '../metrics/definitions.js';
 import { BodyEncodingError, header, rawBody } from './headers.js';
 import { ProblemType, problemResponse } from './problem.js';
 
-/** What a handler sees of the claim it runs under. */
-export interface IdempotencyHandle {
-  /**
-   * The operation's stored (scoped) key: a reference to hand an outside system along with the effect, so that a
-   * witness of the effect (a webhook) can find the operation again without a scan.
-   */
-  readonly key: string;
-  /** Forward this to outside systems (the payment processor) as their idempotency key: same for every retry. */
-  readonly downstreamKey: string;
-  /** 1 for the first owner of this operation; more after a takeover or a released attempt. */
-  readonly attempt: number;
-  /**
-   * Adds a DynamoDB write to the commit: it lands in the same transaction as the key's completion, or not at all.
-   * Staged items are written only when the response is stored (2xx and deterministic 4xx).
-   */
-  stage(item: EffectItem): void;
-}
-
+/** The context a handler sees under {@link httpIdempotency}: the operation's handle (defined by the engine). */
 export type WithIdempotency = { idempotency: IdempotencyHandle };
 
 export interface HttpIdempotencyOptions {
@@ -113,8 +97,8 @@ export function httpIdempotency(
   ]);
   const logger = options.logger ?? console;
   const count = (name: string) => options.metrics?.addMetric(name, 'Count', 1);
-  // One lease per invocation, keyed by the request object: middy reuses nothing across invocations.
-  const leases = new WeakMap<object, { lease: Lease; staged: EffectItem[] }>();
+  // One operation per invocation, keyed by the request object: middy reuses nothing across invocations.
+  const operations = new WeakMap<object, ClaimedOperation>();
 
   return {
     before: async function httpIdempotencyBefore(request) {
@@ -165,59 +149,56 @@ export function httpIdempotency(
           });
         case 'acquired': {
           count(outcome.lease.takeover ? IdempotencyMetric.takeover : IdempotencyMetric.claimed);
-          const staged: EffectItem[] = [];
-          leases.set(request, { lease: outcome.lease, staged });
-          request.context.idempotency = {
-            key: outcome.lease.key,
-            downstreamKey: outcome.lease.downstreamKey,
-            attempt: outcome.lease.attempt,
-            stage: (item) => staged.push(item),
-          };
+          const operation = new ClaimedOperation(store, outcome.lease);
+          operations.set(request, operation);
+          request.context.idempotency = operation.handle;
           return undefined;
         }
       }
     },
 
     after: async function httpIdempotencyAfter(request) {
-      const held = leases.get(request);
-      if (!held) return;
-      leases.delete(request);
+      const operation = operations.get(request);
+      if (!operation) return;
+      operations.delete(request);
       const response = request.response;
       if (!response || typeof response.statusCode !== 'number' || !isStorable(response.statusCode)) {
-        await releaseQuietly(held.lease);
+        await releaseQuietly(operation);
         return;
       }
       try {
-        await store.commit(held.lease, toStored(response, storedHeaders), held.staged);
+        await operation.commit(toStored(response, storedHeaders));
         count(IdempotencyMetric.committed);
       } catch (error) {
         if (!(error instanceof LeaseLostError)) {
-          leases.set(request, held); // let onError release it
+          operations.set(request, operation); // let onError release it
           throw error;
         }
         // Our lease was taken over while we worked (we outlived it): nothing of ours was written, and the new owner
         // will finish the operation under the same downstream key. Send the client back for that result.
         count(IdempotencyMetric.leaseLost);
-        logger.warn('lease lost before commit; response discarded', { key: held.lease.key });
+        logger.warn('lease lost before commit; response discarded', { key: operation.lease.key });
         request.response = inFlight(1000, 'This request was superseded by a retry of the same operation.');
       }
     },
 
-    onError: async function httpIdempotencyOnError(request) {
-      const held = leases.get(request);
-      if (!held) return;
-      leases.delete(request);
-      await releaseQuietly(held.lease);
-    },
+    onError: endUnfinished,
   };
 
-  async function releaseQuietly(lease: Lease): Promise<void> {
+  async function endUnfinished(request: object): Promise<void> {
+    const operation = operations.get(request);
+    if (!operation) return;
+    operations.delete(request);
+    await releaseQuietly(operation);
+  }
+
+  async function releaseQuietly(operation: ClaimedOperation): Promise<void> {
     try {
-      await store.release(lease);
+      await operation.release();
       count(IdempotencyMetric.released);
     } catch (error) {
       // The lease will run out on its own; the next retry takes the record over then.
-      logger.error('could not release idempotency key', { key: lease.key, error: String(error) });
+      logger.error('could not release idempotency key', { key: operation.lease.key, error: String(error) });
     }
   }
 }

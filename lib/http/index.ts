@@ -1,4 +1,7 @@
 /** The HTTP adapter: middy middlewares for API Gateway handlers, and RFC 9457 problem responses. */
+
+/** The handle a handler sees is the engine's, the same for every adapter. */
+export type { IdempotencyHandle } from '../engine/operation.js';
 export { problemErrorHandler } from './error-handler.js';
 export { HttpProblem } from './errors.js';
 export { header, rawBody } from './headers.js';
@@ -6,7 +9,6 @@ export {
   defaultIsStorable,
   type HttpIdempotencyOptions,
   httpIdempotency,
-  type IdempotencyHandle,
   IdempotencyMetric,
   REPLAYED_HEADER,
   type WithIdempotency,

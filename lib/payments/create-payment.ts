@@ -1,5 +1,5 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import type { IdempotencyHandle } from '../http/idempotency';
+import type { IdempotencyHandle } from '../engine/operation';
 import { problemResponse } from '../http/problem';
 import { chargeReference, paymentCreated, paymentFromCharge } from './payment';
 import { type CardDeclinedProblem, PaymentProblemType, type PaymentRejectedProblem } from './problems';

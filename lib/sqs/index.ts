@@ -10,7 +10,6 @@ export {
   RecordMismatchError,
   RetryLaterError,
   SqsIdempotencyError,
-  TooManyEffectsError,
 } from './errors.js';
 export {
   makeSqsIdempotentHandler,
@@ -27,5 +26,5 @@ export {
   type RecordOutcome,
   type SqsRecordFunction,
 } from './process-record.js';
-export { MAX_STAGED_EFFECTS, type SqsRecordContext } from './record-context.js';
+export type { SqsRecordContext } from './record-context.js';
 export { byBodyField, byMessageAttribute, byMessageId, type RecordKeySource } from './record-key.js';

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
+import { StagingClosedError } from '../../lib/engine/errors';
+import { type IdempotencyHandle, MAX_STAGED_EFFECTS } from '../../lib/engine/operation';
 import { IdempotencyStore } from '../../lib/engine/store';
 import { problemErrorHandler } from '../../lib/http/error-handler';
 import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
@@ -282,5 +284,54 @@ describe('httpIdempotency', () => {
       'IdempotencyClaimed',
       'IdempotencyReleased',
     ]);
+  });
+});
+
+describe('the handle a handler sees (the engine’s, as in every adapter)', () => {
+  it('stages several items in one call, and commits them all with the key', async () => {
+    const h = harness();
+    h.set(async (ctx) => {
+      const pk = `TEST#${ctx.idempotency.downstreamKey}`;
+      ctx.idempotency.stage(
+        { Put: { TableName: db.paymentsTable, Item: { pk, sk: 'a' } } },
+        { Put: { TableName: db.paymentsTable, Item: { pk, sk: 'b' } } },
+      );
+      return { statusCode: 201, body: '{}' };
+    });
+    expect((await h.call(post(randomUUID()))).statusCode).toBe(201);
+    expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(2);
+  });
+
+  it('caps staging at what one transaction holds: more is a 500 that releases the key', async () => {
+    const h = harness();
+    const key = randomUUID();
+    h.set(async (ctx) => {
+      const pk = `TEST#${ctx.idempotency.downstreamKey}`;
+      ctx.idempotency.stage(
+        ...Array.from({ length: MAX_STAGED_EFFECTS + 1 }, (_, i) => ({
+          Put: { TableName: db.paymentsTable, Item: { pk, sk: String(i) } },
+        })),
+      );
+      return { statusCode: 201, body: '{}' };
+    });
+    expect((await h.call(post(key))).statusCode).toBe(500);
+    expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(0);
+    h.set(async () => ({ statusCode: 201, body: '{}' }));
+    expect((await h.call(post(key))).statusCode).toBe(201);
+    expect(h.runs.map((run) => run.attempt)).toEqual([1, 2]);
+  });
+
+  it('refuses an item staged after the handler returned, instead of losing it', async () => {
+    const h = harness();
+    let late: IdempotencyHandle | undefined;
+    h.set(async (ctx) => {
+      late = ctx.idempotency;
+      return { statusCode: 201, body: '{}' };
+    });
+    await h.call(post(randomUUID()));
+    expect(() =>
+      late?.stage({ Put: { TableName: db.paymentsTable, Item: { pk: `TEST#${late.downstreamKey}`, sk: 'late' } } }),
+    ).toThrow(StagingClosedError);
+    expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(0);
   });
 });
