@@ -38,6 +38,34 @@ export class LeaseLostError extends IdempotencyError {
   }
 }
 
+/**
+ * Another owner holds a live lease on the key: the work did not run. Come back after `retryAfterMs`; by then the
+ * original has usually committed, and the same call replays its result.
+ */
+export class OperationInFlightError extends IdempotencyError {
+  constructor(
+    readonly key: string,
+    readonly retryAfterMs: number,
+    /** The record found: the original's, in progress. */
+    readonly record: IdempotencyRecord,
+  ) {
+    super(`another call holds ${key}; retry in ${retryAfterMs} ms`);
+    this.name = 'OperationInFlightError';
+  }
+}
+
+/** The key was already used for a different input (another fingerprint): the caller reused a key by mistake. */
+export class KeyReusedError extends IdempotencyError {
+  constructor(
+    readonly key: string,
+    /** The record found: the operation the key was first used for. */
+    readonly record: IdempotencyRecord,
+  ) {
+    super(`${key} was already used with a different input`);
+    this.name = 'KeyReusedError';
+  }
+}
+
 /** More effects staged than one TransactWriteItems can carry next to the key's completion. */
 export class TooManyEffectsError extends IdempotencyError {
   constructor(readonly limit: number) {
