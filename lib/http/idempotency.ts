@@ -6,8 +6,9 @@ import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
 import { ClaimedOperation, type IdempotencyHandle } from '../engine/operation.js';
 import type { StoredResponse } from '../engine/record.js';
 import type { IdempotencyStore } from '../engine/store.js';
-import { IdempotencyMetric } from '../metrics/definitions.js';
+import { accountIdOf } from './account.js';
 import { BodyEncodingError, header, rawBody } from './headers.js';
+import { IdempotencyMetric } from './metrics.js';
 import { ProblemType, problemResponse } from './problem.js';
 
 /** The context a handler sees under {@link httpIdempotency}: the operation's handle (defined by the engine). */
@@ -15,7 +16,7 @@ export type WithIdempotency = { idempotency: IdempotencyHandle };
 
 export interface HttpIdempotencyOptions {
   readonly store: IdempotencyStore;
-  /** The tenant, from the authorizer. Default: `requestContext.authorizer.accountId` (REST) or `.lambda.accountId`. */
+  /** The tenant, from the authorizer. Default: {@link accountIdOf} (`requestContext.authorizer.accountId`). */
   readonly accountId?: (event: APIGatewayProxyEvent) => string | undefined;
   /** The operation the key belongs to. Default: `POST /payments` from the method and resource template. */
   readonly operation?: (event: APIGatewayProxyEvent) => string;
@@ -51,9 +52,6 @@ export interface HttpIdempotencyOptions {
   readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
 }
 
-/** The outcome counters {@link httpIdempotency} emits (defined with the service's other metrics, which alarms use). */
-export { IdempotencyMetric };
-
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 const ALWAYS_STORED_HEADERS = ['content-type', 'location'];
 const TRANSIENT_4XX = new Set([408, 425, 429]);
@@ -88,7 +86,7 @@ export function httpIdempotency(
   const { store } = options;
   const headerName = options.headerName ?? 'Idempotency-Key';
   const keyOf = options.key;
-  const accountIdOf = options.accountId ?? defaultAccountId;
+  const tenantOf = options.accountId ?? accountIdOf;
   const operationOf = options.operation ?? defaultOperation;
   const isStorable = options.isStorable ?? defaultIsStorable;
   const storedHeaders = new Set([
@@ -103,7 +101,7 @@ export function httpIdempotency(
   return {
     before: async function httpIdempotencyBefore(request) {
       const { event } = request;
-      const accountId = accountIdOf(event);
+      const accountId = tenantOf(event);
       if (!accountId) {
         // Without a tenant the key can't be scoped; storing it unscoped would let tenants see each other's responses.
         return problemResponse({
@@ -216,15 +214,6 @@ function fingerprintedBody(event: APIGatewayProxyEvent): { body: string | null; 
     if (!(error instanceof BodyEncodingError)) throw error;
     return { body: `\u0000bytes-base64:${event.body}`, contentType: 'application/octet-stream' };
   }
-}
-
-function defaultAccountId(event: APIGatewayProxyEvent): string | undefined {
-  const authorizer = event.requestContext?.authorizer as
-    | { accountId?: unknown; lambda?: { accountId?: unknown } }
-    | null
-    | undefined;
-  const value = authorizer?.accountId ?? authorizer?.lambda?.accountId;
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
 }
 
 function defaultOperation(event: APIGatewayProxyEvent): string {

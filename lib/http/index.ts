@@ -2,6 +2,7 @@
 
 /** The handle a handler sees is the engine's, the same for every adapter. */
 export type { IdempotencyHandle } from '../engine/operation.js';
+export { accountIdOf, requireAccountId } from './account.js';
 export { problemErrorHandler } from './error-handler.js';
 export { HttpProblem } from './errors.js';
 export { header, rawBody } from './headers.js';
@@ -9,9 +10,19 @@ export {
   defaultIsStorable,
   type HttpIdempotencyOptions,
   httpIdempotency,
-  IdempotencyMetric,
   REPLAYED_HEADER,
   type WithIdempotency,
 } from './idempotency.js';
-export { PROBLEM_TYPE_BASE, type ProblemDetails, ProblemType, problemResponse, problemType } from './problem.js';
+export { IdempotencyMetric, type IdempotencyMetricName } from './metrics.js';
+export {
+  BodyError,
+  GatewayProblem,
+  InvalidBodyProblem,
+  PROBLEM_TYPE_BASE,
+  ProblemDetails,
+  type ProblemSlug,
+  ProblemType,
+  problemResponse,
+  problemType,
+} from './problem.js';
 export { validateJsonBody, type WithBody } from './validate-body.js';

@@ -1,12 +1,8 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import type { Clock } from '../engine/clock';
-import { header, rawBody } from '../http/headers';
-import { problemResponse } from '../http/problem';
+import type { Clock } from 'keystone-idempotency/engine';
+import { header, ProblemType, problemResponse, rawBody } from 'keystone-idempotency/http';
 import { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, verifySignature } from './signature';
-
-/** The problem type of a missing, forged or stale signature (401). */
-export const INVALID_SIGNATURE = 'invalid-signature';
 
 export interface VerifyWebhookOptions {
   /** The shared secret; a function so it can be fetched once (Secrets Manager) and cached. */
@@ -33,7 +29,7 @@ export function verifyWebhookSignature(
       });
       if (verdict.ok) return undefined;
       return problemResponse({
-        type: INVALID_SIGNATURE,
+        type: ProblemType.invalidSignature,
         title: 'Invalid webhook signature',
         status: 401,
         detail: `The ${SIGNATURE_HEADER} header is ${verdict.reason === 'stale' ? 'too old or too far in the future' : verdict.reason}.`,
