@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 
 /**
@@ -56,5 +56,31 @@ describe("the package's entry points", () => {
     };
     for (const { name, folder } of entryPoints) expect(mapped(name)).toBe(`<rootDir>/lib/${folder}/index.ts`);
     expect(mapped(`${manifest.name}/payments`)).toBeUndefined();
+  });
+});
+
+/** Every TypeScript file under a folder, recursively. */
+function sources(folder: string): string[] {
+  return readdirSync(join(root, folder), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => join(folder, file));
+}
+
+describe('the code outside the package', () => {
+  it('imports it only through its entry points, as a customer would', () => {
+    const library = new Set(entryPoints.map(({ folder }) => `lib/${folder}`));
+    const outside = ['functions', 'bin', 'lib'].flatMap(sources).filter((file) => {
+      const [, folder] = file.split('/');
+      return !(file.startsWith('lib/') && library.has(`lib/${folder}`));
+    });
+    expect(outside.length).toBeGreaterThan(50);
+    const deep = outside.flatMap((file) => {
+      const text = readFileSync(join(root, file), 'utf8');
+      return [...text.matchAll(/\bfrom '(\.[^']+)'/g)]
+        .map((match) => relative(root, resolve(root, dirname(file), match[1] ?? '')))
+        .filter((target) => library.has(target.split('/').slice(0, 2).join('/')))
+        .map((target) => `${file} imports ${target}`);
+    });
+    expect(deep).toEqual([]);
   });
 });
