@@ -1,3 +1,4 @@
+import { IDEMPOTENCY_KEY } from '@aws-lambda-powertools/commons';
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { InvalidKeyError, LeaseLostError } from '../engine/errors.js';
@@ -7,6 +8,7 @@ import { ClaimedOperation, type IdempotencyHandle } from '../engine/operation.js
 import type { StoredResponse } from '../engine/record.js';
 import type { IdempotencyStore } from '../engine/store.js';
 import { accountIdOf } from './account.js';
+import { answersEarly } from './early-response.js';
 import { BodyEncodingError, header, rawBody } from './headers.js';
 import { IdempotencyMetric } from './metrics.js';
 import { ProblemType, problemResponse } from './problem.js';
@@ -99,7 +101,9 @@ export function httpIdempotency(
   const operations = new WeakMap<object, ClaimedOperation>();
 
   return {
-    before: async function httpIdempotencyBefore(request) {
+    // A replay, a duplicate in flight, a reused or bad key: answered here, after the cleanups other middlewares
+    // registered (a metrics flush) have run, since middy skips their `after`.
+    before: answersEarly(async function httpIdempotencyBefore(request) {
       const { event } = request;
       const accountId = tenantOf(event);
       if (!accountId) {
@@ -116,6 +120,7 @@ export function httpIdempotency(
         key = parseIdempotencyKey(keyOf ? keyOf(event, request.context) : header(event.headers, headerName));
       } catch (error) {
         if (!(error instanceof InvalidKeyError)) throw error;
+        count(IdempotencyMetric.keyInvalid);
         const missing = error.reason === 'missing';
         return problemResponse({
           type: missing ? ProblemType.idempotencyKeyMissing : ProblemType.idempotencyKeyInvalid,
@@ -150,10 +155,12 @@ export function httpIdempotency(
           const operation = new ClaimedOperation(store, outcome.lease);
           operations.set(request, operation);
           request.context.idempotency = operation.handle;
+          // A middleware registered after this one that answers early skips our `after`: give the key back then.
+          (request.internal as Record<string, unknown>)[IDEMPOTENCY_KEY] = () => endUnfinished(request);
           return undefined;
         }
       }
-    },
+    }),
 
     after: async function httpIdempotencyAfter(request) {
       const operation = operations.get(request);

@@ -3,6 +3,7 @@
 /** The handle a handler sees is the engine's, the same for every adapter. */
 export type { IdempotencyHandle } from '../engine/operation.js';
 export { accountIdOf, requireAccountId } from './account.js';
+export { answersEarly } from './early-response.js';
 export { problemErrorHandler } from './error-handler.js';
 export { HttpProblem } from './errors.js';
 export { header, rawBody } from './headers.js';

@@ -13,6 +13,8 @@ export const IdempotencyMetric = {
   inFlight: 'IdempotencyInFlight',
   /** The key came back with another body (422). */
   mismatch: 'IdempotencyMismatch',
+  /** The Idempotency-Key was missing or malformed (400); nothing was stored. */
+  keyInvalid: 'IdempotencyKeyInvalid',
   /** The handler's response and staged effects committed with the key. */
   committed: 'IdempotencyCommitted',
   /** The key was given back after a 5xx, a transient 4xx or a thrown error. */

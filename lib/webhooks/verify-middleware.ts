@@ -1,7 +1,7 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { Clock } from 'keystone-idempotency/engine';
-import { header, ProblemType, problemResponse, rawBody } from 'keystone-idempotency/http';
+import { answersEarly, header, ProblemType, problemResponse, rawBody } from 'keystone-idempotency/http';
 import { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, verifySignature } from './signature';
 
 export interface VerifyWebhookOptions {
@@ -19,7 +19,8 @@ export function verifyWebhookSignature(
   options: VerifyWebhookOptions,
 ): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
   return {
-    before: async function verifyWebhookSignatureBefore(request) {
+    // A 401 ends the chain: the cleanups other middlewares registered (a metrics flush) run first.
+    before: answersEarly(async function verifyWebhookSignatureBefore(request) {
       const verdict = verifySignature({
         header: header(request.event.headers, SIGNATURE_HEADER),
         rawBody: rawBody(request.event) ?? '',
@@ -34,6 +35,6 @@ export function verifyWebhookSignature(
         status: 401,
         detail: `The ${SIGNATURE_HEADER} header is ${verdict.reason === 'stale' ? 'too old or too far in the future' : verdict.reason}.`,
       });
-    },
+    }),
   };
 }

@@ -3,8 +3,11 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
 import { StagingClosedError } from '../../lib/engine/errors';
+import { scopedKey } from '../../lib/engine/key';
 import { type IdempotencyHandle, MAX_STAGED_EFFECTS } from '../../lib/engine/operation';
+import { RecordStatus } from '../../lib/engine/record';
 import { IdempotencyStore } from '../../lib/engine/store';
+import { answersEarly } from '../../lib/http/early-response';
 import { problemErrorHandler } from '../../lib/http/error-handler';
 import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
 import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
@@ -276,6 +279,7 @@ describe('httpIdempotency', () => {
     await h.call(post(key, { amount: 1, currency: 'usd' }));
     h.set(async () => ({ statusCode: 503, body: '{}' }));
     await h.call(post(randomUUID()));
+    await h.call(post(undefined));
     expect(metrics).toEqual([
       'IdempotencyClaimed',
       'IdempotencyCommitted',
@@ -283,6 +287,7 @@ describe('httpIdempotency', () => {
       'IdempotencyMismatch',
       'IdempotencyClaimed',
       'IdempotencyReleased',
+      'IdempotencyKeyInvalid',
     ]);
   });
 });
@@ -333,5 +338,21 @@ describe('the handle a handler sees (the engine’s, as in every adapter)', () =
       late?.stage({ Put: { TableName: db.paymentsTable, Item: { pk: `TEST#${late.downstreamKey}`, sk: 'late' } } }),
     ).toThrow(StagingClosedError);
     expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(0);
+  });
+
+  it('gives the key back when a middleware registered after it answers early (its after never runs)', async () => {
+    const store = new IdempotencyStore({ client: doc, tableName: db.idempotencyTable, leaseSeconds: 30 });
+    const metrics: string[] = [];
+    const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Ctx>(async () => ({
+      statusCode: 201,
+      body: '{}',
+    }))
+      .use(httpIdempotency({ store, metrics: { addMetric: (name) => metrics.push(name) } }))
+      .use({ before: answersEarly(async () => ({ statusCode: 403, body: '{}' })) });
+    const key = randomUUID();
+    expect((await handler(post(key), lambdaContext() as Ctx)).statusCode).toBe(403);
+    const stored = scopedKey({ accountId: 'acct_1', operation: 'POST /payments', key });
+    expect(await store.get(stored)).toMatchObject({ status: RecordStatus.Released });
+    expect(metrics).toEqual(['IdempotencyClaimed', 'IdempotencyReleased']);
   });
 });
