@@ -81,6 +81,8 @@ export async function processRecordIdempotently<TSummary>(
 /**
  * {@link processRecordIdempotently} for a record whose identity is already known: the batch handler needs the key
  * first, to run records that share it one after the other.
+ *
+ * @internal the batch handler's; left out of the published declarations (not exported by the package either).
  */
 export async function processIdentifiedRecord<TSummary>(
   store: IdempotencyStore,
