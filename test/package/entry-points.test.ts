@@ -1,5 +1,8 @@
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
 import ts from 'typescript';
 
 /**
@@ -44,6 +47,33 @@ describe("the package's entry points", () => {
     expect(paths).toEqual(
       Object.fromEntries(entryPoints.map(({ name, folder }) => [name, [`./lib/${folder}/index.ts`]])),
     );
+  });
+
+  it('resolve to those sources when esbuild bundles (the CDK functions, the bench), never to a build', async () => {
+    const result = await build({
+      stdin: { contents: entryPoints.map(({ name }) => `export * from '${name}';`).join('\n'), resolveDir: root },
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      packages: 'bundle',
+      mainFields: ['module', 'main'],
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+    });
+    const ours = Object.keys(result.metafile.inputs).filter((input) => !input.startsWith('node_modules/'));
+    for (const { folder } of entryPoints) expect(ours).toContain(`lib/${folder}/index.ts`);
+    expect(ours.filter((input) => !/^lib\/[a-z]+\/[a-z-]+\.ts$/.test(input))).toEqual(['<stdin>']);
+  });
+
+  it('resolve to those sources under tsx (the local stack, the CDK app), never to a build', async () => {
+    const resolved = entryPoints.map(({ name }) => `require.resolve(${JSON.stringify(name)})`).join(', ');
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [require.resolve('tsx/cli'), '-e', `console.log(JSON.stringify([${resolved}]))`],
+      { cwd: root },
+    );
+    expect(JSON.parse(stdout)).toEqual(entryPoints.map(({ folder }) => join(root, 'lib', folder, 'index.ts')));
   });
 
   it("resolve to the same sources in jest's moduleNameMapper", () => {
