@@ -16,7 +16,14 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(t|j)s$': ['@swc/jest'] },
   transformIgnorePatterns: ['/node_modules/(?!(@middy|@redocly|ky)/)'],
-  moduleNameMapper: { '^@middy/([^/]+)$': '<rootDir>/node_modules/@middy/$1/index.js' },
+  moduleNameMapper: {
+    '^@middy/([^/]+)$': '<rootDir>/node_modules/@middy/$1/index.js',
+    // The library's sources import each other as Node ESM must (`./store.js`): jest finds the `.ts` behind them.
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // The package's own entry points, as tsconfig.json's `paths` resolve them: to the sources, never to a build.
+    '^keystone-idempotency$': '<rootDir>/lib/engine/index.ts',
+    '^keystone-idempotency/(engine|http|sqs|natural|client)$': '<rootDir>/lib/$1/index.ts',
+  },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30_000,

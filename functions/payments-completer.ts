@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import type { RecoveryReport } from '../lib/engine/recovery';
+import type { RecoveryReport } from 'keystone-idempotency/engine';
 import { MetricService, RecoveryMetric } from '../lib/metrics/definitions';
 import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
 import { recoverPayments } from '../lib/payments/recovery';

@@ -1,10 +1,15 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { systemClock } from '../lib/engine/clock';
-import { problemErrorHandler } from '../lib/http/error-handler';
-import { httpIdempotency, type WithIdempotency } from '../lib/http/idempotency';
-import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
+import { systemClock } from 'keystone-idempotency/engine';
+import {
+  httpIdempotency,
+  problemErrorHandler,
+  requireAccountId,
+  validateJsonBody,
+  type WithBody,
+  type WithIdempotency,
+} from 'keystone-idempotency/http';
 import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
@@ -25,7 +30,7 @@ async function createPaymentHandler(
   event: APIGatewayProxyEvent,
   context: PaymentContext,
 ): Promise<APIGatewayProxyResult> {
-  const accountId = String(event.requestContext.authorizer?.accountId);
+  const accountId = requireAccountId(event);
   return createPayment(deps, { accountId, body: context.body, idempotency: context.idempotency });
 }
 

@@ -1,8 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { problemErrorHandler } from '../lib/http/error-handler';
-import { HttpProblem } from '../lib/http/errors';
+import { HttpProblem, ProblemType, problemErrorHandler, requireAccountId } from 'keystone-idempotency/http';
 import { paymentsStore } from '../lib/payments/config';
 import { isPaymentId } from '../lib/payments/payment';
 import { documentClient } from '../lib/runtime/clients';
@@ -13,12 +12,11 @@ const logger = new Logger({ serviceName: 'payments' });
 const payments = paymentsStore();
 
 async function getPaymentHandler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
-  const accountId = event.requestContext.authorizer?.accountId;
+  const accountId = requireAccountId(event);
   const paymentId = event.pathParameters?.id;
-  if (typeof accountId !== 'string' || !accountId) throw new HttpProblem(401, 'unauthenticated', 'Unauthenticated');
   // An id that can't be ours is not looked up: it is missing, whatever its size (DynamoDB refuses keys over its limit).
   const payment = isPaymentId(paymentId) ? await payments.getPayment(accountId, paymentId) : undefined;
-  if (!payment) throw new HttpProblem(404, 'not-found', 'Payment not found', { detail: 'No such payment.' });
+  if (!payment) throw new HttpProblem(404, ProblemType.notFound, 'Payment not found', { detail: 'No such payment.' });
   return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(payment) };
 }
 

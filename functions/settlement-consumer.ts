@@ -1,6 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
-import { systemClock } from '../lib/engine/clock';
+import { systemClock } from 'keystone-idempotency/engine';
+import { byBodyField, makeSqsIdempotentHandler } from 'keystone-idempotency/sqs';
 import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore, paymentsStore } from '../lib/payments/config';
 import { documentClient } from '../lib/runtime/clients';
@@ -8,8 +9,6 @@ import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
 import { mailerClient, settlementDeadLetterUrl, settlementQueueUrl, sqsClient } from '../lib/settlement/config';
 import { settleFromEvent } from '../lib/settlement/settle';
-import { makeSqsIdempotentHandler } from '../lib/sqs/handler';
-import { byBodyField } from '../lib/sqs/record-key';
 
 /**
  * The settlement queue's consumer: one settlement and one receipt per payment, however often and in whatever order

@@ -1,4 +1,4 @@
-import { type Attempt, AttemptError } from './result';
+import { type Attempt, AttemptError } from './result.js';
 
 /** A `fetch` as the client calls it; the global `fetch` of a browser or of Node >= 20 fits. */
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;

@@ -1,9 +1,16 @@
 import ky, { isHTTPError, isTimeoutError, type RetryOptions } from 'ky';
-import { AttemptLog, type Fetch } from './attempt-log';
-import { startDeadline } from './deadline';
-import { checkIdempotencyKey, newIdempotencyKey } from './key';
-import { ProblemType } from './problem-types';
-import { type Attempt, AttemptError, type NewPayment, type Payment, type PaymentResult, type Problem } from './result';
+import { AttemptLog, type Fetch } from './attempt-log.js';
+import { startDeadline } from './deadline.js';
+import { checkIdempotencyKey, newIdempotencyKey } from './key.js';
+import { ProblemType } from './problem-types.js';
+import {
+  type Attempt,
+  AttemptError,
+  type NewPayment,
+  type Payment,
+  type PaymentResult,
+  type Problem,
+} from './result.js';
 import {
   backoffCeilingMs,
   checkRetryPolicy,
@@ -12,7 +19,7 @@ import {
   isRetryStatus,
   RETRY_STATUSES,
   type RetryPolicy,
-} from './retry-policy';
+} from './retry-policy.js';
 
 export interface PaymentsClientOptions {
   /** Where the API is: `http://127.0.0.1:3000`, or a deployed stage's URL (its path is kept). */

@@ -1,19 +1,17 @@
-/**
- * The payments API's problem `type`s (RFC 9457), to switch on. They name problems; they are not pages to fetch.
- * The client can't import the server's own list (it runs in browsers); a test holds the two together.
- */
-const BASE = 'https://keystone-idempotency.dev/problems/';
+import { type PROBLEM_TYPE_BASE, problemType, ProblemType as Slug } from '../http/problem-types.js';
 
-export const ProblemType = {
-  invalidBody: `${BASE}invalid-body`,
-  idempotencyKeyMissing: `${BASE}idempotency-key-missing`,
-  idempotencyKeyInvalid: `${BASE}idempotency-key-invalid`,
-  /** The original request with this key is still running: retry after `Retry-After`. */
-  requestInFlight: `${BASE}request-in-flight`,
-  /** The key was used with a different body: a client bug, never retried. */
-  idempotencyKeyReused: `${BASE}idempotency-key-reused`,
-  cardDeclined: `${BASE}card-declined`,
-  /** The processor failed or timed out; the key was released: retry with the same key. */
-  processorUnavailable: `${BASE}processor-unavailable`,
-} as const;
-export type ProblemType = (typeof ProblemType)[keyof typeof ProblemType];
+type ProblemTypes = { readonly [Name in keyof typeof Slug]: `${typeof PROBLEM_TYPE_BASE}${(typeof Slug)[Name]}` };
+
+/**
+ * The payments API's problem `type`s (RFC 9457) as the full URIs a response carries, to switch on: built from the
+ * one list of problem types (lib/http/problem-types.ts, plain data, so the browser bundle takes only that file).
+ * They name problems; they are not pages to fetch. The ones the client itself acts on:
+ *
+ * - `requestInFlight`: the original request with this key is still running: retried after `Retry-After`;
+ * - `processorUnavailable`: the processor failed or timed out and the key was released: retried with the same key;
+ * - `idempotencyKeyReused`: the key was used with a different body: a client bug, never retried.
+ */
+export const ProblemType = Object.fromEntries(
+  Object.entries(Slug).map(([name, slug]) => [name, problemType(slug)]),
+) as ProblemTypes;
+export type ProblemType = ProblemTypes[keyof ProblemTypes];

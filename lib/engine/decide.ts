@@ -1,5 +1,5 @@
-import { IdempotencyError } from './errors';
-import { type IdempotencyRecord, RecordStatus, type StoredResponse } from './record';
+import { IdempotencyError } from './errors.js';
+import { type IdempotencyRecord, RecordStatus, type StoredResponse } from './record.js';
 
 /**
  * What to do about a request, given the record found under its key. Pure: the same inputs, the same answer.

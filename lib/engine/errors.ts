@@ -1,3 +1,5 @@
+import type { IdempotencyRecord } from './record.js';
+
 /**
  * The engine's error tree. Expected outcomes of a claim (replay, in flight, mismatch) are values, not errors:
  * these are for input the engine refuses and for states the caller must handle.
@@ -27,10 +29,59 @@ export class InvalidKeyError extends IdempotencyError {
 export class LeaseLostError extends IdempotencyError {
   constructor(
     readonly key: string,
+    /** The record as the failed write found it (the new owner's, or the completed one), when DynamoDB returned it. */
+    readonly record: IdempotencyRecord | undefined,
     options?: { cause?: unknown },
   ) {
     super(`the lease on ${key} is no longer held by this owner`, options);
     this.name = 'LeaseLostError';
+  }
+}
+
+/**
+ * Another owner holds a live lease on the key: the work did not run. Come back after `retryAfterMs`; by then the
+ * original has usually committed, and the same call replays its result.
+ */
+export class OperationInFlightError extends IdempotencyError {
+  constructor(
+    readonly key: string,
+    readonly retryAfterMs: number,
+    /** The record found: the original's, in progress. */
+    readonly record: IdempotencyRecord,
+  ) {
+    super(`another call holds ${key}; retry in ${retryAfterMs} ms`);
+    this.name = 'OperationInFlightError';
+  }
+}
+
+/** The key was already used for a different input (another fingerprint): the caller reused a key by mistake. */
+export class KeyReusedError extends IdempotencyError {
+  constructor(
+    readonly key: string,
+    /** The record found: the operation the key was first used for. */
+    readonly record: IdempotencyRecord,
+  ) {
+    super(`${key} was already used with a different input`);
+    this.name = 'KeyReusedError';
+  }
+}
+
+/** More effects staged than one TransactWriteItems can carry next to the key's completion. */
+export class TooManyEffectsError extends IdempotencyError {
+  constructor(readonly limit: number) {
+    super(`at most ${limit} effect items can commit with one record (one transaction)`);
+    this.name = 'TooManyEffectsError';
+  }
+}
+
+/**
+ * An effect was staged after the work returned (a promise left running, a callback called late): the commit was
+ * already built without it, so it would be lost without a word. Refused loudly instead.
+ */
+export class StagingClosedError extends IdempotencyError {
+  constructor(readonly key: string) {
+    super(`stage() was called for ${key} after the work returned; the item was not staged`);
+    this.name = 'StagingClosedError';
   }
 }
 

@@ -1,4 +1,4 @@
-import { InvalidKeyError } from './errors';
+import { InvalidKeyError } from './errors.js';
 
 export const MAX_KEY_LENGTH = 255;
 

@@ -1,6 +1,6 @@
-import { EffectConditionFailedError, LeaseLostError } from './errors';
-import type { Lease, StoredResponse } from './record';
-import type { EffectItem, IdempotencyStore } from './store';
+import { EffectConditionFailedError, LeaseLostError } from './errors.js';
+import type { Lease, StoredResponse } from './record.js';
+import type { EffectItem, IdempotencyStore } from './store.js';
 
 /**
  * What recovery decided about one unfinished operation, having asked the outside system under its downstream key.

@@ -16,17 +16,17 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type Clock, type IdSource, randomIds, systemClock } from './clock';
-import { decide, isExpired } from './decide';
+import { type Clock, type IdSource, randomIds, systemClock } from './clock.js';
+import { decide, isExpired } from './decide.js';
 import {
   ConfigurationError,
   ContendedError,
   EffectConditionFailedError,
   LeaseLostError,
   ResponseTooLargeError,
-} from './errors';
-import { RecordAttribute as A, RECOVERY_INDEX, RECOVERY_SHARDS } from './layout';
-import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record';
+} from './errors.js';
+import { RecordAttribute as A, RECOVERY_INDEX, RECOVERY_SHARDS } from './layout.js';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
 
 /** One action of a TransactWriteItems, in DocumentClient form: the caller's own puts, updates and checks. */
 export type EffectItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -255,7 +255,7 @@ export class IdempotencyStore {
       // landed if the record is completed under our lease; anything else means we lost it.
       const current = await this.get(lease.key);
       if (current?.status === RecordStatus.Completed && current.leaseToken === lease.leaseToken) return;
-      throw new LeaseLostError(lease.key, { cause: current });
+      throw new LeaseLostError(lease.key, current);
     }
   }
 
@@ -402,8 +402,7 @@ export class IdempotencyStore {
         return { kind: 'committed', response, downstreamKey };
       } catch (error) {
         if (!(error instanceof LeaseLostError)) throw error;
-        existing = error.cause as IdempotencyRecord | undefined;
-        if (existing === undefined) existing = await this.get(key);
+        existing = error.record ?? (await this.get(key));
       }
     }
     throw new ContendedError(key);
@@ -664,7 +663,7 @@ export class IdempotencyStore {
         const recordReason = reasons[recordIndex];
         if (recordReason?.Code === 'ConditionalCheckFailed') {
           const raw = recordReason.Item as Record<string, AttributeValue> | undefined;
-          throw new LeaseLostError(key, { cause: raw ? fromItem(unmarshall(raw)) : undefined });
+          throw new LeaseLostError(key, raw ? fromItem(unmarshall(raw)) : undefined, { cause: error });
         }
         const effectIndex = reasons.findIndex((reason) => reason.Code === 'ConditionalCheckFailed');
         if (effectIndex >= 0) {

@@ -1,8 +1,8 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { HttpProblem } from './errors';
-import { header } from './headers';
-import { ProblemType, problemResponse } from './problem';
+import { HttpProblem } from './errors.js';
+import { header } from './headers.js';
+import { ProblemType, problemResponse } from './problem.js';
 
 export interface ProblemErrorHandlerOptions {
   /** Where unexpected errors are reported. Never the response: a 5xx body carries no internals. */

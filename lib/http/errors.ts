@@ -1,4 +1,4 @@
-import { type ProblemDetails, problemType } from './problem';
+import { type ProblemDetails, problemType } from './problem.js';
 
 /**
  * An error that already knows its HTTP answer. Like middy's HttpError, `expose` is true below 500: only then are

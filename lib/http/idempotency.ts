@@ -1,37 +1,24 @@
+import { IDEMPOTENCY_KEY } from '@aws-lambda-powertools/commons';
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { InvalidKeyError, LeaseLostError } from '../engine/errors';
-import { fingerprint } from '../engine/fingerprint';
-import { parseIdempotencyKey, scopedKey } from '../engine/key';
-import type { Lease, StoredResponse } from '../engine/record';
-import type { EffectItem, IdempotencyStore } from '../engine/store';
-import { IdempotencyMetric } from '../metrics/definitions';
-import { BodyEncodingError, header, rawBody } from './headers';
-import { ProblemType, problemResponse } from './problem';
+import { InvalidKeyError, LeaseLostError } from '../engine/errors.js';
+import { fingerprint } from '../engine/fingerprint.js';
+import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
+import { ClaimedOperation, type IdempotencyHandle } from '../engine/operation.js';
+import type { StoredResponse } from '../engine/record.js';
+import type { IdempotencyStore } from '../engine/store.js';
+import { accountIdOf } from './account.js';
+import { answersEarly } from './early-response.js';
+import { BodyEncodingError, header, rawBody } from './headers.js';
+import { IdempotencyMetric } from './metrics.js';
+import { ProblemType, problemResponse } from './problem.js';
 
-/** What a handler sees of the claim it runs under. */
-export interface IdempotencyHandle {
-  /**
-   * The operation's stored (scoped) key: a reference to hand an outside system along with the effect, so that a
-   * witness of the effect (a webhook) can find the operation again without a scan.
-   */
-  readonly key: string;
-  /** Forward this to outside systems (the payment processor) as their idempotency key: same for every retry. */
-  readonly downstreamKey: string;
-  /** 1 for the first owner of this operation; more after a takeover or a released attempt. */
-  readonly attempt: number;
-  /**
-   * Adds a DynamoDB write to the commit: it lands in the same transaction as the key's completion, or not at all.
-   * Staged items are written only when the response is stored (2xx and deterministic 4xx).
-   */
-  stage(item: EffectItem): void;
-}
-
+/** The context a handler sees under {@link httpIdempotency}: the operation's handle (defined by the engine). */
 export type WithIdempotency = { idempotency: IdempotencyHandle };
 
 export interface HttpIdempotencyOptions {
   readonly store: IdempotencyStore;
-  /** The tenant, from the authorizer. Default: `requestContext.authorizer.accountId` (REST) or `.lambda.accountId`. */
+  /** The tenant, from the authorizer. Default: {@link accountIdOf} (`requestContext.authorizer.accountId`). */
   readonly accountId?: (event: APIGatewayProxyEvent) => string | undefined;
   /** The operation the key belongs to. Default: `POST /payments` from the method and resource template. */
   readonly operation?: (event: APIGatewayProxyEvent) => string;
@@ -67,9 +54,6 @@ export interface HttpIdempotencyOptions {
   readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
 }
 
-/** The outcome counters {@link httpIdempotency} emits (defined with the service's other metrics, which alarms use). */
-export { IdempotencyMetric };
-
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 const ALWAYS_STORED_HEADERS = ['content-type', 'location'];
 const TRANSIENT_4XX = new Set([408, 425, 429]);
@@ -104,7 +88,7 @@ export function httpIdempotency(
   const { store } = options;
   const headerName = options.headerName ?? 'Idempotency-Key';
   const keyOf = options.key;
-  const accountIdOf = options.accountId ?? defaultAccountId;
+  const tenantOf = options.accountId ?? accountIdOf;
   const operationOf = options.operation ?? defaultOperation;
   const isStorable = options.isStorable ?? defaultIsStorable;
   const storedHeaders = new Set([
@@ -113,13 +97,15 @@ export function httpIdempotency(
   ]);
   const logger = options.logger ?? console;
   const count = (name: string) => options.metrics?.addMetric(name, 'Count', 1);
-  // One lease per invocation, keyed by the request object: middy reuses nothing across invocations.
-  const leases = new WeakMap<object, { lease: Lease; staged: EffectItem[] }>();
+  // One operation per invocation, keyed by the request object: middy reuses nothing across invocations.
+  const operations = new WeakMap<object, ClaimedOperation>();
 
   return {
-    before: async function httpIdempotencyBefore(request) {
+    // A replay, a duplicate in flight, a reused or bad key: answered here, after the cleanups other middlewares
+    // registered (a metrics flush) have run, since middy skips their `after`.
+    before: answersEarly(async function httpIdempotencyBefore(request) {
       const { event } = request;
-      const accountId = accountIdOf(event);
+      const accountId = tenantOf(event);
       if (!accountId) {
         // Without a tenant the key can't be scoped; storing it unscoped would let tenants see each other's responses.
         return problemResponse({
@@ -134,6 +120,7 @@ export function httpIdempotency(
         key = parseIdempotencyKey(keyOf ? keyOf(event, request.context) : header(event.headers, headerName));
       } catch (error) {
         if (!(error instanceof InvalidKeyError)) throw error;
+        count(IdempotencyMetric.keyInvalid);
         const missing = error.reason === 'missing';
         return problemResponse({
           type: missing ? ProblemType.idempotencyKeyMissing : ProblemType.idempotencyKeyInvalid,
@@ -165,59 +152,58 @@ export function httpIdempotency(
           });
         case 'acquired': {
           count(outcome.lease.takeover ? IdempotencyMetric.takeover : IdempotencyMetric.claimed);
-          const staged: EffectItem[] = [];
-          leases.set(request, { lease: outcome.lease, staged });
-          request.context.idempotency = {
-            key: outcome.lease.key,
-            downstreamKey: outcome.lease.downstreamKey,
-            attempt: outcome.lease.attempt,
-            stage: (item) => staged.push(item),
-          };
+          const operation = new ClaimedOperation(store, outcome.lease);
+          operations.set(request, operation);
+          request.context.idempotency = operation.handle;
+          // A middleware registered after this one that answers early skips our `after`: give the key back then.
+          (request.internal as Record<string, unknown>)[IDEMPOTENCY_KEY] = () => endUnfinished(request);
           return undefined;
         }
       }
-    },
+    }),
 
     after: async function httpIdempotencyAfter(request) {
-      const held = leases.get(request);
-      if (!held) return;
-      leases.delete(request);
+      const operation = operations.get(request);
+      if (!operation) return;
+      operations.delete(request);
       const response = request.response;
       if (!response || typeof response.statusCode !== 'number' || !isStorable(response.statusCode)) {
-        await releaseQuietly(held.lease);
+        await releaseQuietly(operation);
         return;
       }
       try {
-        await store.commit(held.lease, toStored(response, storedHeaders), held.staged);
+        await operation.commit(toStored(response, storedHeaders));
         count(IdempotencyMetric.committed);
       } catch (error) {
         if (!(error instanceof LeaseLostError)) {
-          leases.set(request, held); // let onError release it
+          operations.set(request, operation); // let onError release it
           throw error;
         }
         // Our lease was taken over while we worked (we outlived it): nothing of ours was written, and the new owner
         // will finish the operation under the same downstream key. Send the client back for that result.
         count(IdempotencyMetric.leaseLost);
-        logger.warn('lease lost before commit; response discarded', { key: held.lease.key });
+        logger.warn('lease lost before commit; response discarded', { key: operation.lease.key });
         request.response = inFlight(1000, 'This request was superseded by a retry of the same operation.');
       }
     },
 
-    onError: async function httpIdempotencyOnError(request) {
-      const held = leases.get(request);
-      if (!held) return;
-      leases.delete(request);
-      await releaseQuietly(held.lease);
-    },
+    onError: endUnfinished,
   };
 
-  async function releaseQuietly(lease: Lease): Promise<void> {
+  async function endUnfinished(request: object): Promise<void> {
+    const operation = operations.get(request);
+    if (!operation) return;
+    operations.delete(request);
+    await releaseQuietly(operation);
+  }
+
+  async function releaseQuietly(operation: ClaimedOperation): Promise<void> {
     try {
-      await store.release(lease);
+      await operation.release();
       count(IdempotencyMetric.released);
     } catch (error) {
       // The lease will run out on its own; the next retry takes the record over then.
-      logger.error('could not release idempotency key', { key: lease.key, error: String(error) });
+      logger.error('could not release idempotency key', { key: operation.lease.key, error: String(error) });
     }
   }
 }
@@ -235,15 +221,6 @@ function fingerprintedBody(event: APIGatewayProxyEvent): { body: string | null; 
     if (!(error instanceof BodyEncodingError)) throw error;
     return { body: `\u0000bytes-base64:${event.body}`, contentType: 'application/octet-stream' };
   }
-}
-
-function defaultAccountId(event: APIGatewayProxyEvent): string | undefined {
-  const authorizer = event.requestContext?.authorizer as
-    | { accountId?: unknown; lambda?: { accountId?: unknown } }
-    | null
-    | undefined;
-  const value = authorizer?.accountId ?? authorizer?.lambda?.accountId;
-  return typeof value === 'string' && value.length > 0 ? value : undefined;
 }
 
 function defaultOperation(event: APIGatewayProxyEvent): string {

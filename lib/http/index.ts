@@ -1,15 +1,29 @@
 /** The HTTP adapter: middy middlewares for API Gateway handlers, and RFC 9457 problem responses. */
-export { problemErrorHandler } from './error-handler';
-export { HttpProblem } from './errors';
-export { header, rawBody } from './headers';
+
+/** The handle a handler sees is the engine's, the same for every adapter. */
+export type { IdempotencyHandle } from '../engine/operation.js';
+export { accountIdOf, requireAccountId } from './account.js';
+export { answersEarly } from './early-response.js';
+export { problemErrorHandler } from './error-handler.js';
+export { HttpProblem } from './errors.js';
+export { header, rawBody } from './headers.js';
 export {
   defaultIsStorable,
   type HttpIdempotencyOptions,
   httpIdempotency,
-  type IdempotencyHandle,
-  IdempotencyMetric,
   REPLAYED_HEADER,
   type WithIdempotency,
-} from './idempotency';
-export { PROBLEM_TYPE_BASE, type ProblemDetails, ProblemType, problemResponse, problemType } from './problem';
-export { validateJsonBody, type WithBody } from './validate-body';
+} from './idempotency.js';
+export { IdempotencyMetric, type IdempotencyMetricName } from './metrics.js';
+export {
+  BodyError,
+  GatewayProblem,
+  InvalidBodyProblem,
+  PROBLEM_TYPE_BASE,
+  ProblemDetails,
+  type ProblemSlug,
+  ProblemType,
+  problemResponse,
+  problemType,
+} from './problem.js';
+export { validateJsonBody, type WithBody } from './validate-body.js';

@@ -1,5 +1,8 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { z } from 'zod';
+import { problemType } from './problem-types.js';
+
+export { PROBLEM_TYPE_BASE, type ProblemSlug, ProblemType, problemType } from './problem-types.js';
 
 /**
  * RFC 9457 problem details. `type` is a stable identifier clients can switch on (documented in the README and the
@@ -33,27 +36,6 @@ export const GatewayProblem = z.strictObject({
   requestId: z.string().min(1),
 });
 export type GatewayProblem = z.infer<typeof GatewayProblem>;
-
-export const PROBLEM_TYPE_BASE = 'https://keystone-idempotency.dev/problems/';
-
-/** The problem types this library produces, by slug. */
-export const ProblemType = {
-  badRequest: 'bad-request',
-  invalidBody: 'invalid-body',
-  /** A body in a charset other than UTF-8: JSON is UTF-8 (RFC 8259), and guessing would change what was sent. */
-  unsupportedMediaType: 'unsupported-media-type',
-  idempotencyKeyMissing: 'idempotency-key-missing',
-  idempotencyKeyInvalid: 'idempotency-key-invalid',
-  requestInFlight: 'request-in-flight',
-  idempotencyKeyReused: 'idempotency-key-reused',
-  unauthenticated: 'unauthenticated',
-  notFound: 'not-found',
-  internal: 'internal-error',
-} as const;
-
-export function problemType(slug: string): string {
-  return `${PROBLEM_TYPE_BASE}${slug}`;
-}
 
 /** An API Gateway proxy result carrying a problem+json body. `type` may be a {@link ProblemType} slug or a URI. */
 export function problemResponse(problem: ProblemDetails, headers: Record<string, string> = {}): APIGatewayProxyResult {

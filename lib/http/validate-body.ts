@@ -1,8 +1,9 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { z } from 'zod';
-import { BodyEncodingError, charsetOf, header, rawBody } from './headers';
-import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem';
+import { answersEarly } from './early-response.js';
+import { BodyEncodingError, charsetOf, header, rawBody } from './headers.js';
+import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem.js';
 
 /** The context a handler sees after {@link validateJsonBody}: the parsed, typed body. */
 export type WithBody<T> = { body: T };
@@ -16,7 +17,7 @@ export function validateJsonBody<S extends z.ZodType>(
   schema: S,
 ): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithBody<z.infer<S>>> {
   return {
-    before: async function validateJsonBodyBefore(request) {
+    before: answersEarly(async function validateJsonBodyBefore(request) {
       const contentType = header(request.event.headers, 'content-type');
       if (contentType !== undefined && !/^application\/([a-z0-9.+-]+\+)?json\b/i.test(contentType)) {
         return invalid('The body must be JSON (Content-Type: application/json).', [
@@ -52,7 +53,7 @@ export function validateJsonBody<S extends z.ZodType>(
       }
       request.context.body = result.data;
       return undefined;
-    },
+    }),
   };
 }
 

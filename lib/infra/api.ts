@@ -19,7 +19,7 @@ import {
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { ProblemType, problemType } from '../http/problem';
+import { ProblemType, problemType } from 'keystone-idempotency/http';
 import type { JsonSchema } from '../openapi/json-schema';
 import type { RequestModel } from '../openapi/request-models';
 import type { EnvironmentConfig } from './environments';

@@ -1,5 +1,6 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { DEFAULT_TTL_SECONDS } from 'keystone-idempotency/engine';
 import {
   IdempotencyMetric,
   type IdempotencyMetricName,
@@ -160,7 +161,7 @@ const shared = {
   logLevel: 'INFO',
   // A 90 s lease: longer than every function's timeout, and longer than the completer's 1-minute period (the
   // shortest EventBridge rate), so a payment whose client never came back is recovered within twice the lease.
-  idempotency: { leaseSeconds: 90, ttlSeconds: 24 * 60 * 60, recoveryPeriodMinutes: 1 },
+  idempotency: { leaseSeconds: 90, ttlSeconds: DEFAULT_TTL_SECONDS, recoveryPeriodMinutes: 1 },
   timeouts: {
     apiFunctionSeconds: 12,
     apiIntegrationSeconds: 10,

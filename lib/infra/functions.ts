@@ -1,4 +1,4 @@
-import { RECOVERY_INDEX } from '../engine/layout';
+import { RECOVERY_INDEX } from 'keystone-idempotency/engine';
 import {
   IdempotencyMetric,
   METRICS_NAMESPACE_ENV,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { header } from '../http/headers';
+import { header } from 'keystone-idempotency/http';
 
 /** The parts of an HTTP request that API Gateway turns into a proxy event. */
 export interface GatewayRequest {

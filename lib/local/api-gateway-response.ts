@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import type { GatewayProblem } from '../http/problem';
+import type { GatewayProblem } from 'keystone-idempotency/http';
 
 /**
  * The responses API Gateway itself produces (its "gateway responses"), with the bodies and `x-amzn-ErrorType`

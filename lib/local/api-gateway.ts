@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { header } from '../http/headers';
+import { header } from 'keystone-idempotency/http';
 import { type AuthorizerCache, authorize } from './api-gateway-authorizer';
 import { buildProxyEvent, type GatewayRequest } from './api-gateway-event';
 import {

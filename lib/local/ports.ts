@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { ConfigurationError } from '../engine/errors';
+import { ConfigurationError } from 'keystone-idempotency/engine';
 
 type Env = Readonly<Record<string, string | undefined>>;
 

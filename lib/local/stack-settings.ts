@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../engine/errors';
+import { ConfigurationError, DEFAULT_LEASE_SECONDS, DEFAULT_TTL_SECONDS } from 'keystone-idempotency/engine';
 import { numberEnv } from '../runtime/env';
 import type { Timings } from '../timing/timing';
 import type { DeployedStack } from './cloud-assembly';
@@ -33,8 +33,8 @@ export interface StackSettings {
  * seconds, and in the deployed relation to each other (integration < function < lease ≤ visibility timeout).
  */
 export const SOURCE_DEFAULTS: StackSettings = {
-  leaseSeconds: 60,
-  ttlSeconds: 24 * 60 * 60,
+  leaseSeconds: DEFAULT_LEASE_SECONDS,
+  ttlSeconds: DEFAULT_TTL_SECONDS,
   processorTimeoutMs: 8_000,
   timeoutsMs: {
     paymentsCreate: 10_000,

@@ -1,7 +1,7 @@
 /**
  * The service's CloudWatch metrics, described once. The functions publish them (Powertools Metrics, EMF) and the CDK
- * stack alarms on them and charts them, both from these names, so the two cannot drift. Plain data: no CDK, no SDK
- * imports (like `lib/tables/definitions.ts`).
+ * stack alarms on them and charts them, both from these names, so the two cannot drift. Plain data: no CDK imports
+ * (like `lib/tables/definitions.ts`).
  */
 
 /** The function environment variable Powertools Metrics reads its namespace from; the stack sets it per environment. */
@@ -35,18 +35,8 @@ export const MetricService = {
 } as const;
 export type MetricServiceName = (typeof MetricService)[keyof typeof MetricService];
 
-/** The outcome counters the HTTP idempotency middleware emits, one per request. */
-export const IdempotencyMetric = {
-  claimed: 'IdempotencyClaimed',
-  takeover: 'IdempotencyTakeover',
-  replayed: 'IdempotencyReplayed',
-  inFlight: 'IdempotencyInFlight',
-  mismatch: 'IdempotencyMismatch',
-  committed: 'IdempotencyCommitted',
-  released: 'IdempotencyReleased',
-  leaseLost: 'IdempotencyLeaseLost',
-} as const;
-export type IdempotencyMetricName = (typeof IdempotencyMetric)[keyof typeof IdempotencyMetric];
+/** The outcome counters the HTTP idempotency middleware emits: the library defines them, the stack charts them. */
+export { IdempotencyMetric, type IdempotencyMetricName } from 'keystone-idempotency/http';
 
 /** What recovery counts: operations whose client never came back, finished from their charge or given up. */
 export const RecoveryMetric = {

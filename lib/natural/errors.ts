@@ -1,4 +1,4 @@
-import { IdempotencyError } from '../engine/errors';
+import { IdempotencyError } from '../engine/errors.js';
 
 /**
  * Root of the natural-idempotency helpers' errors. The expected outcomes (created or exists, changed or unchanged

@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { EffectItem } from '../engine/store';
-import { InvalidNaturalRequestError } from './errors';
-import { assertNoKeyAttributes, setClause } from './set-clause';
+import type { EffectItem } from '../engine/store.js';
+import { InvalidNaturalRequestError } from './errors.js';
+import { assertNoKeyAttributes, setClause } from './set-clause.js';
 
 type Item = Record<string, unknown>;
 

@@ -1,3 +1,12 @@
+import {
+  GatewayProblem,
+  InvalidBodyProblem,
+  PROBLEM_TYPE_BASE,
+  ProblemDetails,
+  ProblemType,
+  problemType,
+  REPLAYED_HEADER,
+} from 'keystone-idempotency/http';
 import type {
   HeaderObject,
   OpenAPIObject,
@@ -8,20 +17,10 @@ import type {
   SchemaObject,
   ServerObject,
 } from 'openapi3-ts/oas31';
-import { REPLAYED_HEADER } from '../http/idempotency';
-import {
-  GatewayProblem,
-  InvalidBodyProblem,
-  PROBLEM_TYPE_BASE,
-  ProblemDetails,
-  ProblemType,
-  problemType,
-} from '../http/problem';
 import { CardDeclinedProblem, PaymentProblemType, PaymentRejectedProblem } from '../payments/problems';
 import { Payment, PaymentRequest } from '../payments/schema';
 import { ChargeSucceededEvent, WebhookAcknowledgement } from '../settlement/event';
 import { SIGNATURE_HEADER } from '../webhooks/signature';
-import { INVALID_SIGNATURE } from '../webhooks/verify-middleware';
 import { IDEMPOTENCY_KEY_DESCRIPTION, IDEMPOTENCY_KEY_PATTERN } from './idempotency-key';
 import { openApiSchema } from './json-schema';
 
@@ -288,7 +287,7 @@ const receiveWebhook: OperationObject = {
     ),
     '401': problemResponse(
       '`invalid-signature`: the signature is missing, forged or stale. Nothing was stored.',
-      problem('Problem', INVALID_SIGNATURE),
+      problem('Problem', ProblemType.invalidSignature),
     ),
     '409': problemResponse(
       '`request-in-flight`: the same event is being processed right now.',

@@ -1,4 +1,4 @@
-import { MAX_KEY_LENGTH } from '../engine/key';
+import { MAX_KEY_LENGTH } from 'keystone-idempotency/engine';
 
 /**
  * The `Idempotency-Key` header's rules as a JSON Schema pattern, for the OpenAPI document. The handler parses keys

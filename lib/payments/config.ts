@@ -1,4 +1,4 @@
-import { IdempotencyStore } from '../engine/store';
+import { DEFAULT_LEASE_SECONDS, DEFAULT_TTL_SECONDS, IdempotencyStore } from 'keystone-idempotency/engine';
 import { documentClient } from '../runtime/clients';
 import { numberEnv, requireEnv } from '../runtime/env';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
@@ -21,8 +21,8 @@ export function idempotencyStore(env: Env = process.env): IdempotencyStore {
   return new IdempotencyStore({
     client: documentClient(env),
     tableName: requireEnv(idempotencyTable.envVar, env),
-    leaseSeconds: numberEnv('IDEMPOTENCY_LEASE_SECONDS', 60, env),
-    ttlSeconds: numberEnv('IDEMPOTENCY_TTL_SECONDS', 24 * 60 * 60, env),
+    leaseSeconds: numberEnv('IDEMPOTENCY_LEASE_SECONDS', DEFAULT_LEASE_SECONDS, env),
+    ttlSeconds: numberEnv('IDEMPOTENCY_TTL_SECONDS', DEFAULT_TTL_SECONDS, env),
   });
 }
 

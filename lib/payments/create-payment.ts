@@ -1,6 +1,6 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import type { IdempotencyHandle } from '../http/idempotency';
-import { problemResponse } from '../http/problem';
+import type { IdempotencyHandle } from 'keystone-idempotency/engine';
+import { problemResponse } from 'keystone-idempotency/http';
 import { chargeReference, paymentCreated, paymentFromCharge } from './payment';
 import { type CardDeclinedProblem, PaymentProblemType, type PaymentRejectedProblem } from './problems';
 import type { ProcessorClient } from './processor-client';

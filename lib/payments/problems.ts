@@ -1,17 +1,17 @@
+import { BodyError, ProblemDetails, ProblemType } from 'keystone-idempotency/http';
 import { z } from 'zod';
-import { BodyError, ProblemDetails } from '../http/problem';
 
-/** The payments API's own problem types, beside the HTTP adapter's (`ProblemType`), by slug. */
+/** The payments API's own problem types, from the one list of them (`ProblemType`). */
 export const PaymentProblemType = {
   /** The processor declined the card: a stored, replayed answer (402). */
-  cardDeclined: 'card-declined',
+  cardDeclined: ProblemType.cardDeclined,
   /** The processor failed, timed out or was unreachable (502/503/504 + Retry-After): retry with the same key. */
-  processorUnavailable: 'processor-unavailable',
+  processorUnavailable: ProblemType.processorUnavailable,
   /**
    * The processor refused a value the client chose (an unknown card token, say): the client's mistake, told as such
    * (422, `errors` naming the field), stored and replayed like any other deterministic answer.
    */
-  paymentRejected: 'payment-rejected',
+  paymentRejected: ProblemType.paymentRejected,
 } as const;
 
 /** The `card-declined` problem carries the processor's decline code, for the client to show or switch on. */

@@ -1,12 +1,14 @@
-import { EffectConditionFailedError, LeaseLostError } from '../engine/errors';
 import {
+  EffectConditionFailedError,
+  type EffectItem,
+  type IdempotencyStore,
+  LeaseLostError,
   type RecoverDueOptions,
   type RecoveryReport,
   type RecoveryResolver,
   type RecoveryVerdict,
   recoverDue,
-} from '../engine/recovery';
-import type { EffectItem, IdempotencyStore } from '../engine/store';
+} from 'keystone-idempotency/engine';
 import { type ChargeReference, paymentCreated, paymentFromCharge, referenceOf } from './payment';
 import type { Charge, ProcessorClient } from './processor-client';
 import type { PaymentsStore } from './store';

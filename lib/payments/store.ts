@@ -1,7 +1,7 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { EffectItem } from '../engine/store';
-import { compareAndSetItem } from '../natural/compare-and-set';
+import type { EffectItem } from 'keystone-idempotency/engine';
+import { compareAndSetItem } from 'keystone-idempotency/natural';
 import type { Payment } from './schema';
 
 /** A payment as the API shows it: its schema is in `schema.ts`, the one source for handlers and the OpenAPI. */

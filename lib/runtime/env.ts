@@ -1,4 +1,4 @@
-import { ConfigurationError } from '../engine/errors';
+import { ConfigurationError } from 'keystone-idempotency/engine';
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -1,5 +1,5 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { ConfigurationError } from '../engine/errors';
+import { ConfigurationError } from 'keystone-idempotency/engine';
 
 type Env = Readonly<Record<string, string | undefined>>;
 

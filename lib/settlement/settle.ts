@@ -1,10 +1,9 @@
 import type { SQSRecord } from 'aws-lambda';
-import type { Clock } from '../engine/clock';
+import type { Clock } from 'keystone-idempotency/engine';
+import { DeadLetterError, RetryLaterError, type SqsRecordContext } from 'keystone-idempotency/sqs';
 import { RecoveryMetric } from '../metrics/definitions';
 import { type ChargeCompletion, completeFromCharge } from '../payments/recovery';
 import type { PaymentsStore } from '../payments/store';
-import { DeadLetterError, RetryLaterError } from '../sqs/errors';
-import type { SqsRecordContext } from '../sqs/record-context';
 import { ChargeSucceededEvent } from './event';
 import type { MailerClient } from './mailer-client';
 

@@ -1,4 +1,5 @@
-import { IdempotencyError } from '../engine/errors';
+import { IdempotencyError, type LeaseLostError } from '../engine/errors.js';
+import type { IdempotencyRecord } from '../engine/record.js';
 
 /**
  * Root of the SQS adapter's errors. A record that must go back to the queue is failed by throwing one of these
@@ -31,6 +32,8 @@ export class RecordInFlightError extends SqsIdempotencyError {
   constructor(
     readonly key: string,
     readonly retryAfterMs: number,
+    /** The record found: the other consumer's, in progress. */
+    readonly record: IdempotencyRecord,
   ) {
     super(`another consumer is processing ${key}; the message will be redelivered`);
     this.name = 'RecordInFlightError';
@@ -39,7 +42,11 @@ export class RecordInFlightError extends SqsIdempotencyError {
 
 /** The key was used for a message with another body (only when bodies are fingerprinted). */
 export class RecordMismatchError extends SqsIdempotencyError {
-  constructor(readonly key: string) {
+  constructor(
+    readonly key: string,
+    /** The record found: the message the key was first used for. */
+    readonly record: IdempotencyRecord,
+  ) {
     super(`${key} was already used for a message with a different body`);
     this.name = 'RecordMismatchError';
   }
@@ -52,18 +59,12 @@ export class RecordMismatchError extends SqsIdempotencyError {
 export class RecordFencedError extends SqsIdempotencyError {
   constructor(
     readonly key: string,
-    options?: { cause?: unknown },
+    /** The record as the fenced commit found it: the new owner's, or already completed by it. */
+    readonly record: IdempotencyRecord | undefined,
+    options?: { cause?: LeaseLostError },
   ) {
     super(`the lease on ${key} was taken over before the commit; nothing was written`, options);
     this.name = 'RecordFencedError';
-  }
-}
-
-/** More effects staged than one TransactWriteItems can carry next to the key's completion. */
-export class TooManyEffectsError extends SqsIdempotencyError {
-  constructor(readonly limit: number) {
-    super(`at most ${limit} effect items can commit with one record (one transaction)`);
-    this.name = 'TooManyEffectsError';
   }
 }
 

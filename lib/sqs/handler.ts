@@ -7,17 +7,17 @@ import {
 } from '@aws-lambda-powertools/batch';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { ConfigurationError } from '../engine/errors';
-import type { IdempotencyStore } from '../engine/store';
+import { ConfigurationError } from '../engine/errors.js';
+import type { IdempotencyStore } from '../engine/store.js';
 import {
   DeadLetterError,
   RecordFencedError,
   RecordInFlightError,
   RecordMismatchError,
   RetryLaterError,
-} from './errors';
-import { recordIdentity } from './identity';
-import { type ProcessRecordOptions, processIdentifiedRecord, type RecordOutcome } from './process-record';
+} from './errors.js';
+import { recordIdentity } from './identity.js';
+import { type ProcessRecordOptions, processIdentifiedRecord, type RecordOutcome } from './process-record.js';
 
 /** Where the handler reports records it sends back to the queue. Powertools' Logger and `console` both fit. */
 export interface SqsLogger {
@@ -256,14 +256,14 @@ async function settle<TSummary>(
       settings.logger.warn('record in flight elsewhere; sent back to the queue', details);
       await comeBackIn(record, outcome.retryAfterMs, settings);
       waiting.add(record.messageId);
-      throw new RecordInFlightError(outcome.key, outcome.retryAfterMs);
+      throw new RecordInFlightError(outcome.key, outcome.retryAfterMs, outcome.record);
     case 'mismatch':
       settings.logger.error('key reused with a different body', { ...details, onMismatch: settings.onMismatch });
       if (settings.onMismatch === 'acknowledge') return;
-      throw new RecordMismatchError(outcome.key);
+      throw new RecordMismatchError(outcome.key, outcome.record);
     case 'fenced':
       settings.logger.warn('lease taken over before the commit; nothing written, sent back', details);
-      throw new RecordFencedError(outcome.key, { cause: outcome.error });
+      throw new RecordFencedError(outcome.key, outcome.error.record, { cause: outcome.error });
     case 'failed':
       settings.logger.error('record failed; sent back to the queue', {
         ...details,

@@ -1,8 +1,8 @@
 import type { SQSRecord } from 'aws-lambda';
-import { fingerprint } from '../engine/fingerprint';
-import { MAX_KEY_LENGTH, scopedKey } from '../engine/key';
-import { InvalidRecordKeyError } from './errors';
-import { byMessageId, type RecordKeySource } from './record-key';
+import { fingerprint } from '../engine/fingerprint.js';
+import { MAX_KEY_LENGTH, scopedKey } from '../engine/key.js';
+import { InvalidRecordKeyError } from './errors.js';
+import { byMessageId, type RecordKeySource } from './record-key.js';
 
 /** How a consumer names its records. */
 export interface RecordIdentityOptions {

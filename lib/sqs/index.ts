@@ -10,8 +10,7 @@ export {
   RecordMismatchError,
   RetryLaterError,
   SqsIdempotencyError,
-  TooManyEffectsError,
-} from './errors';
+} from './errors.js';
 export {
   makeSqsIdempotentHandler,
   queueUrlOf,
@@ -19,13 +18,13 @@ export {
   type SqsIdempotentHandlerOptions,
   type SqsLogger,
   type SqsQueueAccess,
-} from './handler';
-export { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity';
+} from './handler.js';
+export { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity.js';
 export {
   type ProcessRecordOptions,
   processRecordIdempotently,
   type RecordOutcome,
   type SqsRecordFunction,
-} from './process-record';
-export { MAX_STAGED_EFFECTS, type SqsRecordContext } from './record-context';
-export { byBodyField, byMessageAttribute, byMessageId, type RecordKeySource } from './record-key';
+} from './process-record.js';
+export type { SqsRecordContext } from './record-context.js';
+export { byBodyField, byMessageAttribute, byMessageId, type RecordKeySource } from './record-key.js';

@@ -1,10 +1,10 @@
 import type { Context, SQSRecord } from 'aws-lambda';
-import { LeaseLostError } from '../engine/errors';
-import type { Lease } from '../engine/record';
-import type { IdempotencyStore } from '../engine/store';
-import { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity';
-import { EffectStage, type SqsRecordContext } from './record-context';
-import { summaryOf, summaryResponse } from './summary';
+import type { LeaseLostError } from '../engine/errors.js';
+import type { IdempotencyRecord } from '../engine/record.js';
+import { runIdempotently } from '../engine/run.js';
+import type { IdempotencyStore } from '../engine/store.js';
+import { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity.js';
+import type { SqsRecordContext } from './record-context.js';
 
 /** The function that does a record's work. What it returns is stored, as JSON, and handed back on replays. */
 export type SqsRecordFunction<TSummary> = (record: SQSRecord, context: SqsRecordContext) => Promise<TSummary>;
@@ -40,8 +40,13 @@ export type RecordOutcome<TSummary> =
       readonly attempt: number;
     }
   | { readonly kind: 'replay'; readonly key: string; readonly summary: TSummary }
-  | { readonly kind: 'in_flight'; readonly key: string; readonly retryAfterMs: number }
-  | { readonly kind: 'mismatch'; readonly key: string }
+  | {
+      readonly kind: 'in_flight';
+      readonly key: string;
+      readonly retryAfterMs: number;
+      readonly record: IdempotencyRecord;
+    }
+  | { readonly kind: 'mismatch'; readonly key: string; readonly record: IdempotencyRecord }
   | { readonly kind: 'fenced'; readonly key: string; readonly error: LeaseLostError }
   | { readonly kind: 'failed'; readonly key: string; readonly error: unknown; readonly released: boolean };
 
@@ -76,6 +81,8 @@ export async function processRecordIdempotently<TSummary>(
 /**
  * {@link processRecordIdempotently} for a record whose identity is already known: the batch handler needs the key
  * first, to run records that share it one after the other.
+ *
+ * @internal the batch handler's; left out of the published declarations (not exported by the package either).
  */
 export async function processIdentifiedRecord<TSummary>(
   store: IdempotencyStore,
@@ -83,64 +90,31 @@ export async function processIdentifiedRecord<TSummary>(
   identity: RecordIdentity,
   options: ProcessRecordOptions<TSummary>,
 ): Promise<RecordOutcome<TSummary>> {
-  const { key } = identity;
-  const claimed = await store.claim(key, identity.fingerprint, { waitMs: options.inFlightWaitMs ?? 0 });
-  switch (claimed.kind) {
+  const outcome = await runIdempotently<TSummary>(
+    store,
+    identity,
+    (handle, lease) =>
+      options.process(record, {
+        ...handle,
+        record,
+        receiveCount: Number(record.attributes.ApproximateReceiveCount ?? 1),
+        lease,
+        lambdaContext: options.lambdaContext,
+      }),
+    { waitMs: options.inFlightWaitMs ?? 0 },
+  );
+  switch (outcome.kind) {
+    case 'committed':
+      return {
+        kind: 'committed',
+        key: outcome.key,
+        summary: outcome.result,
+        downstreamKey: outcome.downstreamKey,
+        attempt: outcome.attempt,
+      };
     case 'replay':
-      return { kind: 'replay', key, summary: summaryOf<TSummary>(claimed.response) };
-    case 'in_flight':
-      return { kind: 'in_flight', key, retryAfterMs: claimed.retryAfterMs };
-    case 'mismatch':
-      return { kind: 'mismatch', key };
+      return { kind: 'replay', key: outcome.key, summary: outcome.result };
+    default:
+      return outcome;
   }
-  const { lease } = claimed;
-  const stage = new EffectStage();
-  let summary: TSummary;
-  let effects: ReturnType<EffectStage['seal']>;
-  let response: ReturnType<typeof summaryResponse>;
-  try {
-    summary = await options.process(record, {
-      record,
-      key,
-      downstreamKey: lease.downstreamKey,
-      attempt: lease.attempt,
-      receiveCount: Number(record.attributes.ApproximateReceiveCount ?? 1),
-      lease,
-      lambdaContext: options.lambdaContext,
-      stage: (...items) => stage.stage(items),
-    });
-    effects = stage.seal();
-    response = summaryResponse(summary);
-  } catch (error) {
-    stage.seal();
-    return failed(store, lease, error);
-  }
-  try {
-    await store.commit(lease, response, effects);
-  } catch (error) {
-    // Fenced: another owner holds the key now; it is not ours to release, and nothing of ours was written.
-    if (error instanceof LeaseLostError) return { kind: 'fenced', key, error };
-    return failed(store, lease, error);
-  }
-  return { kind: 'committed', key, summary, downstreamKey: lease.downstreamKey, attempt: lease.attempt };
-}
-
-/**
- * Gives the key back after a failure, so the redelivery takes it over at once rather than waiting out the lease.
- * The record keeps its downstream key: whatever this attempt did outside is found again under the same key.
- * Release is conditioned on still owning an in-progress record, so after a commit whose reply was lost (but which
- * did commit) it changes nothing.
- */
-async function failed(
-  store: IdempotencyStore,
-  lease: Lease,
-  error: unknown,
-): Promise<Extract<RecordOutcome<never>, { kind: 'failed' }>> {
-  let released = false;
-  try {
-    released = await store.release(lease);
-  } catch {
-    // Unreachable store: the lease runs out instead, and the redelivery takes the key over then.
-  }
-  return { kind: 'failed', key: lease.key, error, released };
 }

@@ -1,12 +1,8 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import type { Clock } from '../engine/clock';
-import { header, rawBody } from '../http/headers';
-import { problemResponse } from '../http/problem';
+import type { Clock } from 'keystone-idempotency/engine';
+import { answersEarly, header, ProblemType, problemResponse, rawBody } from 'keystone-idempotency/http';
 import { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, verifySignature } from './signature';
-
-/** The problem type of a missing, forged or stale signature (401). */
-export const INVALID_SIGNATURE = 'invalid-signature';
 
 export interface VerifyWebhookOptions {
   /** The shared secret; a function so it can be fetched once (Secrets Manager) and cached. */
@@ -23,7 +19,8 @@ export function verifyWebhookSignature(
   options: VerifyWebhookOptions,
 ): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
   return {
-    before: async function verifyWebhookSignatureBefore(request) {
+    // A 401 ends the chain: the cleanups other middlewares registered (a metrics flush) run first.
+    before: answersEarly(async function verifyWebhookSignatureBefore(request) {
       const verdict = verifySignature({
         header: header(request.event.headers, SIGNATURE_HEADER),
         rawBody: rawBody(request.event) ?? '',
@@ -33,11 +30,11 @@ export function verifyWebhookSignature(
       });
       if (verdict.ok) return undefined;
       return problemResponse({
-        type: INVALID_SIGNATURE,
+        type: ProblemType.invalidSignature,
         title: 'Invalid webhook signature',
         status: 401,
         detail: `The ${SIGNATURE_HEADER} header is ${verdict.reason === 'stale' ? 'too old or too far in the future' : verdict.reason}.`,
       });
-    },
+    }),
   };
 }

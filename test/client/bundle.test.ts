@@ -2,13 +2,14 @@ import { join, relative } from 'node:path';
 import { build } from 'esbuild';
 
 /**
- * The client must run in a browser as it is: bundled for the browser, it may pull in its own files and ky, and
- * nothing else (no Node built-in, nothing from the server side such as lib/engine or lib/http).
+ * The client must run in a browser as it is: bundled for the browser, it may pull in its own files, ky, and the one
+ * list of problem types (plain data), and nothing else (no Node built-in, nothing else from the server side such as
+ * lib/engine or the rest of lib/http).
  */
 const root = join(__dirname, '..', '..');
 
 describe('the client bundle', () => {
-  it('builds for the browser from lib/client and ky alone', async () => {
+  it('builds for the browser from lib/client, ky and the problem-type list alone', async () => {
     const result = await build({
       entryPoints: [join(root, 'lib', 'client', 'index.ts')],
       bundle: true,
@@ -21,6 +22,8 @@ describe('the client bundle', () => {
     });
     const inputs = Object.keys(result.metafile.inputs).map((input) => relative(root, join(root, input)));
     expect(inputs.length).toBeGreaterThan(5);
-    expect(inputs.filter((input) => !/^(lib\/client\/|node_modules\/ky\/)/.test(input))).toEqual([]);
+    expect(inputs.filter((input) => !/^(lib\/client\/|node_modules\/ky\/)/.test(input))).toEqual([
+      'lib/http/problem-types.ts',
+    ]);
   });
 });

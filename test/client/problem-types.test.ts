@@ -1,14 +1,17 @@
 import { ProblemType } from '../../lib/client';
-import { problemType, ProblemType as ServerProblemType } from '../../lib/http/problem';
+import { problemType, ProblemType as Slug } from '../../lib/http/problem-types';
 
 describe('ProblemType', () => {
-  it("names the problems exactly as the server's HTTP adapter does", () => {
-    expect(ProblemType.invalidBody).toBe(problemType(ServerProblemType.invalidBody));
-    expect(ProblemType.idempotencyKeyMissing).toBe(problemType(ServerProblemType.idempotencyKeyMissing));
-    expect(ProblemType.idempotencyKeyInvalid).toBe(problemType(ServerProblemType.idempotencyKeyInvalid));
-    expect(ProblemType.requestInFlight).toBe(problemType(ServerProblemType.requestInFlight));
-    expect(ProblemType.idempotencyKeyReused).toBe(problemType(ServerProblemType.idempotencyKeyReused));
+  it('names every problem in the one list, as the full type URI a response carries', () => {
+    expect(Object.keys(ProblemType)).toEqual(Object.keys(Slug));
+    for (const [name, slug] of Object.entries(Slug)) {
+      expect(ProblemType[name as keyof typeof ProblemType]).toBe(problemType(slug));
+    }
   });
 
-  // card-declined and processor-unavailable are written by the payments handler: test/e2e/client.test.ts sees them.
+  it("includes the payments service's own problems, which the client switches on", () => {
+    expect(ProblemType.cardDeclined).toBe('https://keystone-idempotency.dev/problems/card-declined');
+    expect(ProblemType.processorUnavailable).toBe('https://keystone-idempotency.dev/problems/processor-unavailable');
+    expect(ProblemType.requestInFlight).toBe('https://keystone-idempotency.dev/problems/request-in-flight');
+  });
 });

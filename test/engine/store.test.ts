@@ -237,6 +237,24 @@ describe('takeover', () => {
     expect(await db.itemsUnder(key)).toBe(1);
   });
 
+  it('tells the stale owner, as a typed field, the record that fenced it', async () => {
+    const clock = new FakeClock();
+    const s = store(clock);
+    const key = newKey();
+    const stale = await acquire(s, key);
+    clock.advance(30_001);
+    const current = await acquire(s, key);
+
+    const error = await s.commit(stale, created, [paymentRow(key, 'stale')]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect((error as LeaseLostError).record).toMatchObject({
+      key,
+      status: RecordStatus.InProgress,
+      leaseToken: current.leaseToken,
+      attempt: 2,
+    });
+  });
+
   it('lets a slow owner whose lease ran out still commit when nobody took over', async () => {
     const clock = new FakeClock();
     const s = store(clock);

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
+import { StagingClosedError } from '../../lib/engine/errors';
+import { scopedKey } from '../../lib/engine/key';
+import { type IdempotencyHandle, MAX_STAGED_EFFECTS } from '../../lib/engine/operation';
+import { RecordStatus } from '../../lib/engine/record';
 import { IdempotencyStore } from '../../lib/engine/store';
+import { answersEarly } from '../../lib/http/early-response';
 import { problemErrorHandler } from '../../lib/http/error-handler';
 import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
 import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
@@ -274,6 +279,7 @@ describe('httpIdempotency', () => {
     await h.call(post(key, { amount: 1, currency: 'usd' }));
     h.set(async () => ({ statusCode: 503, body: '{}' }));
     await h.call(post(randomUUID()));
+    await h.call(post(undefined));
     expect(metrics).toEqual([
       'IdempotencyClaimed',
       'IdempotencyCommitted',
@@ -281,6 +287,72 @@ describe('httpIdempotency', () => {
       'IdempotencyMismatch',
       'IdempotencyClaimed',
       'IdempotencyReleased',
+      'IdempotencyKeyInvalid',
     ]);
+  });
+});
+
+describe('the handle a handler sees (the engine’s, as in every adapter)', () => {
+  it('stages several items in one call, and commits them all with the key', async () => {
+    const h = harness();
+    h.set(async (ctx) => {
+      const pk = `TEST#${ctx.idempotency.downstreamKey}`;
+      ctx.idempotency.stage(
+        { Put: { TableName: db.paymentsTable, Item: { pk, sk: 'a' } } },
+        { Put: { TableName: db.paymentsTable, Item: { pk, sk: 'b' } } },
+      );
+      return { statusCode: 201, body: '{}' };
+    });
+    expect((await h.call(post(randomUUID()))).statusCode).toBe(201);
+    expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(2);
+  });
+
+  it('caps staging at what one transaction holds: more is a 500 that releases the key', async () => {
+    const h = harness();
+    const key = randomUUID();
+    h.set(async (ctx) => {
+      const pk = `TEST#${ctx.idempotency.downstreamKey}`;
+      ctx.idempotency.stage(
+        ...Array.from({ length: MAX_STAGED_EFFECTS + 1 }, (_, i) => ({
+          Put: { TableName: db.paymentsTable, Item: { pk, sk: String(i) } },
+        })),
+      );
+      return { statusCode: 201, body: '{}' };
+    });
+    expect((await h.call(post(key))).statusCode).toBe(500);
+    expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(0);
+    h.set(async () => ({ statusCode: 201, body: '{}' }));
+    expect((await h.call(post(key))).statusCode).toBe(201);
+    expect(h.runs.map((run) => run.attempt)).toEqual([1, 2]);
+  });
+
+  it('refuses an item staged after the handler returned, instead of losing it', async () => {
+    const h = harness();
+    let late: IdempotencyHandle | undefined;
+    h.set(async (ctx) => {
+      late = ctx.idempotency;
+      return { statusCode: 201, body: '{}' };
+    });
+    await h.call(post(randomUUID()));
+    expect(() =>
+      late?.stage({ Put: { TableName: db.paymentsTable, Item: { pk: `TEST#${late.downstreamKey}`, sk: 'late' } } }),
+    ).toThrow(StagingClosedError);
+    expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(0);
+  });
+
+  it('gives the key back when a middleware registered after it answers early (its after never runs)', async () => {
+    const store = new IdempotencyStore({ client: doc, tableName: db.idempotencyTable, leaseSeconds: 30 });
+    const metrics: string[] = [];
+    const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Ctx>(async () => ({
+      statusCode: 201,
+      body: '{}',
+    }))
+      .use(httpIdempotency({ store, metrics: { addMetric: (name) => metrics.push(name) } }))
+      .use({ before: answersEarly(async () => ({ statusCode: 403, body: '{}' })) });
+    const key = randomUUID();
+    expect((await handler(post(key), lambdaContext() as Ctx)).statusCode).toBe(403);
+    const stored = scopedKey({ accountId: 'acct_1', operation: 'POST /payments', key });
+    expect(await store.get(stored)).toMatchObject({ status: RecordStatus.Released });
+    expect(metrics).toEqual(['IdempotencyClaimed', 'IdempotencyReleased']);
   });
 });

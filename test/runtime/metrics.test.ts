@@ -1,4 +1,5 @@
 import middy from '@middy/core';
+import { answersEarly } from '../../lib/http/early-response';
 import { publishMetrics, serviceMetrics } from '../../lib/runtime/metrics';
 import { lambdaContext } from '../support/api-event';
 
@@ -23,6 +24,21 @@ describe('publishMetrics', () => {
   it('publishes on error too, and lets the error through', async () => {
     const { published, result } = run(true, true);
     expect(await result).toBe('boom');
+    expect(published).toHaveBeenCalledTimes(1);
+  });
+
+  it('publishes what an invocation counted when a later middleware answers early and skips every after', async () => {
+    const metrics = serviceMetrics('test');
+    const published = jest.spyOn(metrics, 'publishStoredMetrics').mockImplementation(() => metrics);
+    const handler = middy(async () => 'from the handler')
+      .use(publishMetrics(metrics))
+      .use({
+        before: answersEarly(async () => {
+          metrics.addMetric('IdempotencyReplayed', 'Count', 1);
+          return 'replayed';
+        }),
+      });
+    expect(await handler({}, lambdaContext())).toBe('replayed');
     expect(published).toHaveBeenCalledTimes(1);
   });
 

@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { EffectConditionFailedError, LeaseLostError } from '../../lib/engine/errors';
+import {
+  EffectConditionFailedError,
+  LeaseLostError,
+  StagingClosedError,
+  TooManyEffectsError,
+} from '../../lib/engine/errors';
 import { RecordStatus } from '../../lib/engine/record';
 import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
 import { compareAndSetItem } from '../../lib/natural';
@@ -8,7 +13,6 @@ import {
   type ProcessRecordOptions,
   processRecordIdempotently,
   type SqsRecordContext,
-  TooManyEffectsError,
 } from '../../lib/sqs';
 import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
@@ -177,7 +181,7 @@ describe('processRecordIdempotently', () => {
         late = ctx;
       }),
     );
-    expect(() => late?.stage(row(record.messageId))).toThrow('after the record function returned');
+    expect(() => late?.stage(row(record.messageId))).toThrow(StagingClosedError);
   });
 
   it('throws for a record without a usable key, before claiming anything', async () => {

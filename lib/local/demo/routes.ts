@@ -1,5 +1,5 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { problemResponse } from '../../http/problem';
+import { problemResponse } from 'keystone-idempotency/http';
 import type { Route } from '../api-gateway';
 import type { PageAssets } from './page-assets';
 import { ProcessorControlError, type ProcessorControls } from './processor-controls';

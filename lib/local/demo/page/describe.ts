@@ -1,4 +1,4 @@
-import { type Attempt, type PaymentResult, ProblemType } from '../../../client';
+import { type Attempt, type PaymentResult, ProblemType } from 'keystone-idempotency/client';
 import type { TapOutcome, TapSettings } from './tap';
 
 /** Words for what the client and the server did: the log's and the verdict's text. No DOM here. */

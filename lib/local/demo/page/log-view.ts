@@ -1,4 +1,4 @@
-import type { Attempt, PaymentResult } from '../../../client';
+import type { Attempt, PaymentResult } from 'keystone-idempotency/client';
 import { describeAttempt, describeResult, describeWait } from './describe';
 import type { TapListener, TapOutcome, TapRequest, TapSettings } from './tap';
 

@@ -1,4 +1,4 @@
-import { type NewPayment, PaymentsClient } from '../../../client';
+import { type NewPayment, PaymentsClient } from 'keystone-idempotency/client';
 import { demoApi } from './demo-api';
 import { verdict } from './describe';
 import { TapEntry } from './log-view';

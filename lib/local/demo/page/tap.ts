@@ -1,4 +1,4 @@
-import type { Attempt, NewPayment, PaymentResult, PaymentsClient } from '../../../client';
+import type { Attempt, NewPayment, PaymentResult, PaymentsClient } from 'keystone-idempotency/client';
 import type { LedgerCharge } from '../wire';
 import type { DemoApi } from './demo-api';
 

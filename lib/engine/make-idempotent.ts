@@ -1,0 +1,120 @@
+import { ConfigurationError, InvalidKeyError, KeyReusedError, OperationInFlightError } from './errors.js';
+import { fingerprint } from './fingerprint.js';
+import { MAX_KEY_LENGTH, scopedKey } from './key.js';
+import type { IdempotencyHandle } from './operation.js';
+import { type OperationIdentity, runIdempotently } from './run.js';
+import type { IdempotencyStore } from './store.js';
+
+export interface MakeIdempotentOptions<TInput> {
+  readonly store: IdempotencyStore;
+  /** The operation, e.g. `book-shipment`: keys are scoped to it, so two functions never share a key by accident. */
+  readonly name: string;
+  /**
+   * The key, taken from the input: a business key (an order id, an event's id) that stays the same when the same
+   * call is made again. An empty or too long key throws {@link InvalidKeyError} before anything is stored.
+   */
+  readonly key: (input: TInput) => string;
+  /**
+   * Whose key it is (a tenant), when keys must be kept apart further than by `name`. Default: `name`.
+   */
+  readonly scope?: (input: TInput) => string;
+  /**
+   * What must be equal for a second call under the same key to count as the same call, e.g. `(event) => event.detail`.
+   * Compared canonically (JSON member order and whitespace don't count); a different value under the same key throws
+   * {@link KeyReusedError}. Default: the key alone, so a re-sent event with re-rendered fields (a new timestamp, a new
+   * trace id) is still the same call.
+   */
+  readonly fingerprint?: (input: TInput) => unknown;
+  /**
+   * Wait up to this long for a call in flight with the same key to finish (and return its result) instead of
+   * throwing {@link OperationInFlightError} at once. Keep it within the caller's remaining time. Default 0.
+   */
+  readonly waitMs?: number;
+  /**
+   * Track each operation in the recovery index until it completes (see `IdempotencyStore.findDue`), for work whose
+   * effect lives in another system: an attempt whose caller never returns is then finished by recovery. Default
+   * false.
+   */
+  readonly recoverable?: boolean;
+}
+
+/**
+ * Makes any async function idempotent: EventBridge targets, Step Functions tasks, direct invocations, or a function
+ * inside a handler. The function gets the operation's handle after its input; the first call with a key runs it and
+ * commits what it staged with the key's completion (one fenced transaction); a later call with the same key returns
+ * the stored result without running it. A call that throws releases the key (keeping the downstream key) and
+ * rethrows; the next call takes the operation over.
+ *
+ * Results are stored as JSON, and a replay returns the stored JSON, parsed: return plain data. Other outcomes throw:
+ * {@link OperationInFlightError} while another call holds the key, {@link KeyReusedError} for the key with another
+ * fingerprint, `LeaseLostError` when this call outlived its lease and another took the operation over (nothing of
+ * this call was written; the other call's result is the operation's).
+ *
+ * Arguments after the input are passed through (a Lambda handler's context, say), so the wrapped function can be
+ * exported as a handler as it is.
+ *
+ * @example
+ * export const handler = makeIdempotent(
+ *   async (event: EventBridgeEvent<'OrderPlaced', Order>, idempotency) => {
+ *     const shipment = await carrier.book(event.detail, { idempotencyKey: idempotency.downstreamKey });
+ *     idempotency.stage({ Put: { TableName: 'shipments', Item: shipmentRow(shipment) } });
+ *     return { shipmentId: shipment.id };
+ *   },
+ *   { store, name: 'book-shipment', key: (event) => event.detail.orderId },
+ * );
+ */
+export function makeIdempotent<TInput, TResult, TRest extends unknown[] = []>(
+  fn: (input: TInput, idempotency: IdempotencyHandle, ...rest: TRest) => Promise<TResult>,
+  options: MakeIdempotentOptions<TInput>,
+): (input: TInput, ...rest: TRest) => Promise<TResult> {
+  if (!options.name) throw new ConfigurationError('an idempotent function needs a name: its keys are scoped to it');
+  if (options.waitMs !== undefined && !(options.waitMs >= 0)) {
+    throw new ConfigurationError(`waitMs must be 0 or more, got ${options.waitMs}`);
+  }
+  const { store, name } = options;
+  const claim = { waitMs: options.waitMs ?? 0, recoverable: options.recoverable ?? false };
+
+  return async function idempotent(input: TInput, ...rest: TRest): Promise<TResult> {
+    const outcome = await runIdempotently<TResult>(
+      store,
+      identityOf(input, options),
+      (handle) => fn(input, handle, ...rest),
+      claim,
+    );
+    switch (outcome.kind) {
+      case 'committed':
+      case 'replay':
+        return outcome.result;
+      case 'in_flight':
+        throw new OperationInFlightError(outcome.key, outcome.retryAfterMs, outcome.record);
+      case 'mismatch':
+        throw new KeyReusedError(outcome.key, outcome.record);
+      case 'fenced':
+        throw outcome.error;
+      case 'failed':
+        throw outcome.error;
+    }
+  };
+
+  function identityOf(input: TInput, { key, scope, fingerprint: fingerprinted }: MakeIdempotentOptions<TInput>) {
+    const own = key(input);
+    if (typeof own !== 'string' || own.length === 0) {
+      throw new InvalidKeyError(`${name}: the key taken from the input is empty`, 'empty');
+    }
+    if (own.length > MAX_KEY_LENGTH) {
+      throw new InvalidKeyError(`${name}: the key must be at most ${MAX_KEY_LENGTH} characters`, 'too_long');
+    }
+    const identity: OperationIdentity = {
+      key: scopedKey({ accountId: scope?.(input) ?? name, operation: name, key: own }),
+      // Under one key, the fingerprint decides "same call or not": by default the key itself.
+      fingerprint: fingerprinted
+        ? fingerprint({
+            operation: name,
+            body: JSON.stringify(fingerprinted(input)) ?? null,
+            contentType: 'application/json',
+          })
+        : fingerprint({ operation: name, body: own, contentType: 'text/plain' }),
+    };
+    return identity;
+  }
+}

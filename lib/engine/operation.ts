@@ -1,0 +1,98 @@
+import { StagingClosedError, TooManyEffectsError } from './errors.js';
+import type { Lease, StoredResponse } from './record.js';
+import type { EffectItem, IdempotencyStore } from './store.js';
+
+/**
+ * What the work sees of the operation it runs under, whichever adapter runs it: the HTTP middleware
+ * (`context.idempotency`), the SQS adapter (the record context) and {@link makeIdempotent} (its second argument).
+ */
+export interface IdempotencyHandle {
+  /**
+   * The operation's stored (scoped) key: a reference to hand an outside system along with the effect, so that a
+   * witness of the effect (a webhook) can find the operation again without a scan.
+   */
+  readonly key: string;
+  /**
+   * The key to forward to outside systems (a payment processor's `Idempotency-Key`). It is the same for every retry
+   * and takeover of this operation, so an outside call made by an attempt that then failed is recognised, not
+   * repeated, when the next attempt makes it again.
+   */
+  readonly downstreamKey: string;
+  /** 1 for the first owner of this operation; +1 for each attempt that took it over (after a release or a crash). */
+  readonly attempt: number;
+  /**
+   * Adds DynamoDB writes to the commit: they are written in one transaction with the key's completion, so they
+   * happen exactly once, and not at all if the work fails or this owner's lease was taken over. At most
+   * {@link MAX_STAGED_EFFECTS} items per operation ({@link TooManyEffectsError}); staging after the work returned
+   * throws {@link StagingClosedError}.
+   */
+  stage(...items: EffectItem[]): void;
+}
+
+/** TransactWriteItems takes 100 actions; the key's completion is one of them. */
+export const MAX_STAGED_EFFECTS = 99;
+
+/**
+ * One claimed operation, from its claim to the end of its lease: the handle its work sees, the effects staged
+ * through it, and the two ways the lease ends. Every adapter goes through it, so staging is capped and closed the
+ * same way everywhere:
+ *
+ * ```
+ *  claim ─► new ClaimedOperation(store, lease) ─► work(handle) ─┬─ commit(response): staged effects + completion,
+ *                                                               │  one fenced transaction
+ *                                                               └─ release(): the key back, same downstream key
+ *           staging closes when either begins: a late stage() throws instead of being lost
+ * ```
+ */
+export class ClaimedOperation {
+  /** The handle to give the work. It holds no way to commit or release: that stays with the adapter. */
+  readonly handle: IdempotencyHandle;
+  private readonly staged: EffectItem[] = [];
+  private open = true;
+
+  constructor(
+    private readonly store: IdempotencyStore,
+    readonly lease: Lease,
+  ) {
+    this.handle = Object.freeze({
+      key: lease.key,
+      downstreamKey: lease.downstreamKey,
+      attempt: lease.attempt,
+      stage: (...items: EffectItem[]) => this.stage(items),
+    });
+  }
+
+  /**
+   * Ends staging (the work has returned or failed) and hands back what was staged. Idempotent: commit and release
+   * call it too, so an adapter that closes first (to build its response) loses nothing.
+   */
+  close(): readonly EffectItem[] {
+    this.open = false;
+    return this.staged;
+  }
+
+  /**
+   * Commits the staged effects with the key's completion and this response ({@link IdempotencyStore.commit}).
+   *
+   * @throws {LeaseLostError} the lease was taken over; nothing was written.
+   */
+  async commit(response: StoredResponse): Promise<void> {
+    await this.store.commit(this.lease, response, this.close());
+  }
+
+  /**
+   * Gives the key back for a retry, writing none of the staged effects ({@link IdempotencyStore.release}). False
+   * when this owner no longer held it.
+   */
+  async release(): Promise<boolean> {
+    this.close();
+    return this.store.release(this.lease);
+  }
+
+  private stage(items: readonly EffectItem[]): void {
+    // A write staged after the commit was built would be silently lost: refuse it loudly instead.
+    if (!this.open) throw new StagingClosedError(this.lease.key);
+    if (this.staged.length + items.length > MAX_STAGED_EFFECTS) throw new TooManyEffectsError(MAX_STAGED_EFFECTS);
+    this.staged.push(...items);
+  }
+}

@@ -1,0 +1,24 @@
+import { cleanupMiddlewares } from '@aws-lambda-powertools/commons';
+import type middy from '@middy/core';
+
+/**
+ * Wraps a middleware's `before` that may answer the request itself (a replay, a 400, a 401).
+ *
+ * middy ends the chain at a `before` that returns a response: the handler and every middleware's `after` are
+ * skipped. A metrics middleware that publishes in `after` then never publishes what this invocation counted (a
+ * replay, a duplicate in flight): it leaks into a later invocation's flush, or is lost when the container stops; a
+ * tracer's segment is never closed. Powertools' answer, which its own idempotency middleware uses: middlewares with
+ * such work register a cleanup in `request.internal` (Metrics' `logMetrics`, Tracer's `captureLambdaHandler`,
+ * Logger's `injectLambdaContext`), and a middleware that answers early runs them first (`cleanupMiddlewares`).
+ */
+export function answersEarly<TRequest extends middy.Request>(
+  before: (request: TRequest) => Promise<unknown>,
+): (request: TRequest) => Promise<unknown> {
+  const answering = async (request: TRequest): Promise<unknown> => {
+    const response = await before(request);
+    if (response !== undefined) await cleanupMiddlewares(request);
+    return response;
+  };
+  // middy names middlewares by their functions (timing plugins, logs): keep the wrapped one's name.
+  return Object.defineProperty(answering, 'name', { value: before.name });
+}

@@ -1,0 +1,261 @@
+import { randomUUID } from 'node:crypto';
+import type { Context, EventBridgeEvent, Handler } from 'aws-lambda';
+import {
+  InvalidKeyError,
+  KeyReusedError,
+  LeaseLostError,
+  OperationInFlightError,
+  StagingClosedError,
+} from '../../lib/engine/errors';
+import { type MakeIdempotentOptions, makeIdempotent } from '../../lib/engine/make-idempotent';
+import type { IdempotencyHandle } from '../../lib/engine/operation';
+import { RecordStatus } from '../../lib/engine/record';
+import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
+import { lambdaContext } from '../support/api-event';
+import { testDatabase } from '../support/dynamodb';
+import { FakeClock } from '../support/fake-clock';
+
+const db = testDatabase();
+
+const store = (clock?: FakeClock) =>
+  new IdempotencyStore({ client: db.doc, tableName: db.idempotencyTable, leaseSeconds: 30, clock });
+
+interface Order {
+  readonly orderId: string;
+  readonly amount: number;
+}
+const order = (amount = 4200): Order => ({ orderId: `ord_${randomUUID()}`, amount });
+
+/** The effect each run stages: one row under the operation's downstream key, the witness for "it happened". */
+const shipmentRow = (handle: IdempotencyHandle, id: string): EffectItem => ({
+  Put: { TableName: db.paymentsTable, Item: { pk: `SHIP#${handle.downstreamKey}`, sk: id } },
+});
+
+interface Booked {
+  readonly shipmentId: string;
+  readonly amount?: number;
+  readonly bookedAt?: Date;
+}
+
+/** A shipment booking whose behaviour a test can steer, counting its runs and the handles they saw. */
+function booking(options: Partial<MakeIdempotentOptions<Order>> = {}) {
+  const runs: IdempotencyHandle[] = [];
+  let behaviour = async (input: Order, handle: IdempotencyHandle): Promise<Booked> => {
+    const id = `shp_${randomUUID().slice(0, 8)}`;
+    handle.stage(shipmentRow(handle, id));
+    return { shipmentId: id, amount: input.amount, bookedAt: new Date(0) };
+  };
+  const book = makeIdempotent(
+    async (input: Order, handle: IdempotencyHandle) => {
+      runs.push(handle);
+      return behaviour(input, handle);
+    },
+    { store: store(), name: 'book-shipment', key: (input) => input.orderId, ...options },
+  );
+  return {
+    book,
+    runs,
+    set(next: typeof behaviour) {
+      behaviour = next;
+    },
+  };
+}
+
+const shipments = (handle: IdempotencyHandle) => db.itemsUnder(`SHIP#${handle.downstreamKey}`);
+
+describe('makeIdempotent', () => {
+  it('runs the function once per key, and returns its stored result to every later call', async () => {
+    const { book, runs } = booking();
+    const input = order();
+    const first = await book(input);
+    expect(first).toMatchObject({ amount: 4200, bookedAt: new Date(0) });
+
+    const again = await book(input);
+    // A replay returns the stored JSON: a Date comes back as its ISO string.
+    expect(again).toEqual({ ...first, bookedAt: '1970-01-01T00:00:00.000Z' });
+    expect(runs).toHaveLength(1);
+    expect(await shipments(runs[0]!)).toBe(1);
+  });
+
+  it('scopes the key taken from the input to the function’s name', async () => {
+    const input = order();
+    const shipping = booking();
+    const billing = booking({ name: 'bill-order' });
+    await shipping.book(input);
+    await billing.book(input);
+    expect(shipping.runs.map((handle) => handle.key)).toEqual([`book-shipment|book-shipment|${input.orderId}`]);
+    expect(billing.runs.map((handle) => handle.key)).toEqual([`bill-order|bill-order|${input.orderId}`]);
+  });
+
+  it('keeps two scopes (tenants) apart under one name', async () => {
+    const { book, runs } = booking({ scope: (input) => (input.amount > 100 ? 'tenant-a' : 'tenant-b') });
+    const orderId = `ord_${randomUUID()}`;
+    await book({ orderId, amount: 500 });
+    await book({ orderId, amount: 50 });
+    expect(runs.map((handle) => handle.key)).toEqual([
+      `tenant-a|book-shipment|${orderId}`,
+      `tenant-b|book-shipment|${orderId}`,
+    ]);
+  });
+
+  it('releases the key when the function throws, writing none of its effects; the next call takes over', async () => {
+    const { book, runs, set } = booking();
+    const input = order();
+    set(async (_input, handle) => {
+      handle.stage(shipmentRow(handle, 'lost'));
+      throw new Error('carrier unavailable');
+    });
+    await expect(book(input)).rejects.toThrow('carrier unavailable');
+    expect(await shipments(runs[0]!)).toBe(0);
+
+    set(async (_input, handle) => {
+      handle.stage(shipmentRow(handle, 'booked'));
+      return { shipmentId: 'booked' };
+    });
+    expect(await book(input)).toEqual({ shipmentId: 'booked' });
+    // The same operation, taken over: the outside system sees the same downstream key again.
+    expect(runs.map((handle) => handle.attempt)).toEqual([1, 2]);
+    expect(runs[1]!.downstreamKey).toBe(runs[0]!.downstreamKey);
+    expect(await shipments(runs[1]!)).toBe(1);
+  });
+
+  it('throws OperationInFlightError, with the record found, while another call holds the key', async () => {
+    const { book, set } = booking();
+    const input = order();
+    let finish: (() => void) | undefined;
+    set(async () => {
+      await new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      return { shipmentId: 'slow' };
+    });
+    const original = book(input);
+    await waitFor(() => finish !== undefined);
+
+    const duplicate = await book(input).catch((error: unknown) => error);
+    expect(duplicate).toBeInstanceOf(OperationInFlightError);
+    const { record, retryAfterMs } = duplicate as OperationInFlightError;
+    expect(record).toMatchObject({ status: RecordStatus.InProgress, attempt: 1 });
+    expect(retryAfterMs).toBeGreaterThan(0);
+
+    finish?.();
+    expect(await original).toEqual({ shipmentId: 'slow' });
+    expect(await book(input)).toEqual({ shipmentId: 'slow' });
+  });
+
+  it('waits for the call in flight when asked to, and returns its result', async () => {
+    const { book, runs, set } = booking({ waitMs: 10_000 });
+    const input = order();
+    set(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return { shipmentId: 'waited-for' };
+    });
+    const [first, second] = await Promise.all([book(input), book(input)]);
+    expect(first).toEqual({ shipmentId: 'waited-for' });
+    expect(second).toEqual({ shipmentId: 'waited-for' });
+    expect(runs).toHaveLength(1);
+  });
+
+  it('throws KeyReusedError, with the record found, when the fingerprinted part of the input differs', async () => {
+    const { book, runs } = booking({ fingerprint: (input) => ({ amount: input.amount }) });
+    const input = order(4200);
+    await book(input);
+    const error = await book({ ...input, amount: 1 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KeyReusedError);
+    expect((error as KeyReusedError).record).toMatchObject({ key: runs[0]!.key, status: RecordStatus.Completed });
+    expect(runs).toHaveLength(1);
+  });
+
+  it('by default counts the key alone: the same key with other fields is the same call', async () => {
+    const { book, runs } = booking();
+    const input = order(4200);
+    const first = await book(input);
+    expect(await book({ ...input, amount: 1 })).toEqual(JSON.parse(JSON.stringify(first)));
+    expect(runs).toHaveLength(1);
+  });
+
+  it('fences a call that outlived its lease: nothing of it is written, and the call that took over stands', async () => {
+    const clock = new FakeClock(Date.now());
+    const { book, runs, set } = booking({ store: store(clock) });
+    const input = order();
+    set(async (_input, handle) => {
+      if (handle.attempt === 1) {
+        // This call stalls past its lease; a retry takes the operation over and finishes it meanwhile.
+        clock.advance(30_001);
+        set(async (_again, next) => {
+          next.stage(shipmentRow(next, 'by-the-retry'));
+          return { shipmentId: 'by-the-retry' };
+        });
+        expect(await book(input)).toEqual({ shipmentId: 'by-the-retry' });
+      }
+      handle.stage(shipmentRow(handle, 'by-the-stale-call'));
+      return { shipmentId: 'by-the-stale-call' };
+    });
+
+    const error = await book(input).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect((error as LeaseLostError).record).toMatchObject({ status: RecordStatus.Completed, attempt: 2 });
+    expect(runs.map((handle) => handle.attempt)).toEqual([1, 2]);
+    expect(await shipments(runs[0]!)).toBe(1);
+    expect(await book(input)).toEqual({ shipmentId: 'by-the-retry' });
+  });
+
+  it('refuses an effect staged after the function returned', async () => {
+    const { book, runs, set } = booking();
+    let late: IdempotencyHandle | undefined;
+    set(async (_input, handle) => {
+      late = handle;
+      return { shipmentId: 'early' };
+    });
+    await book(order());
+    expect(() => late?.stage(shipmentRow(late, 'late'))).toThrow(StagingClosedError);
+    expect(await shipments(runs[0]!)).toBe(0);
+  });
+
+  it('refuses an empty or too long key before touching the store', async () => {
+    const { book, runs } = booking();
+    db.requests.reset();
+    await expect(book({ orderId: '', amount: 1 })).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(book({ orderId: 'x'.repeat(256), amount: 1 })).rejects.toBeInstanceOf(InvalidKeyError);
+    expect(runs).toHaveLength(0);
+    expect(db.requests.sent).toEqual([]);
+  });
+
+  it('tracks a recoverable operation for recovery once its call gave up', async () => {
+    const clock = new FakeClock(Date.now());
+    const s = store(clock);
+    const recoverable = booking({ store: s, recoverable: true });
+    const plain = booking({ store: s, name: 'plain' });
+    for (const { book, set } of [recoverable, plain]) {
+      set(async () => {
+        throw new Error('gave up');
+      });
+      await expect(book(order())).rejects.toThrow('gave up');
+    }
+    clock.advance(30_001);
+    const due = (await s.findDue()).map((operation) => operation.key);
+    expect(due).toContain(recoverable.runs[0]!.key);
+    expect(due).not.toContain(plain.runs[0]!.key);
+  });
+
+  it('passes the arguments after the input through, so it can be exported as a Lambda handler', async () => {
+    const contexts: Context[] = [];
+    const handler: Handler<EventBridgeEvent<'OrderPlaced', Order>, { orderId: string }> = makeIdempotent(
+      async (event: EventBridgeEvent<'OrderPlaced', Order>, _handle, context: Context) => {
+        contexts.push(context);
+        return { orderId: event.detail.orderId };
+      },
+      { store: store(), name: 'on-order-placed', key: (event) => event.detail.orderId },
+    );
+    const context = lambdaContext();
+    const event = { detail: order(), 'detail-type': 'OrderPlaced' } as EventBridgeEvent<'OrderPlaced', Order>;
+    const result = await handler(event, context, () => undefined);
+    expect(result).toEqual({ orderId: event.detail.orderId });
+    expect(contexts).toEqual([context]);
+  });
+});
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  if (!condition()) throw new Error('condition never held');
+}
