@@ -233,7 +233,7 @@ describe('the packed package', () => {
     const outside = packedFiles.filter(
       (path) => !/^dist\/(engine|http|sqs|natural|client)\/[a-z-]+\.(js|d\.ts)$/.test(path),
     );
-    expect(outside).toEqual(['README.md', 'dist/package.json', 'package.json']);
+    expect(outside).toEqual(['LICENSE', 'README.md', 'dist/package.json', 'package.json']);
     for (const entry of ['engine', 'http', 'sqs', 'natural', 'client']) {
       expect(packedFiles).toEqual(expect.arrayContaining([`dist/${entry}/index.js`, `dist/${entry}/index.d.ts`]));
     }
