@@ -3,7 +3,7 @@ import type { ColdStartResult } from './cold-start';
 import type { HttpResult } from './http';
 import type { ItemSizes } from './item-sizes';
 import type { Machine } from './machine';
-import { PATH_LABELS } from './paths';
+import { isDuplicatePath, PATH_LABELS } from './paths';
 import { ASSUMPTIONS } from './projection';
 import type { StormSummary } from './storm';
 import type { CorrectnessCheck, PathRow, TargetCheck } from './targets';
@@ -88,7 +88,8 @@ export function renderReport(report: BenchReport): string {
     ),
     'limit: the fewest requests that can do it: a duplicate is one conditional write that fails and returns the ' +
       'record; a first request with an outside effect needs its claim durable before the effect and its completion ' +
-      'after (2); a purely local one can do all in one transaction (1).',
+      'after (2); a purely local one can do all in one transaction (1). On the outside-effect-only path the ' +
+      'baseline does its usual charge and PutItem: the reference write, not the same work.',
     'WRU per call: reported by DynamoDB Local for requests that succeed; for refused ones (it reports nothing) ' +
       'modeled from the pricing rules (~), or a modeled upper bound for a cancelled transaction (<=).',
     '',
@@ -222,15 +223,18 @@ export function renderReport(report: BenchReport): string {
 
 /** The fewest DynamoDB requests that can serve the call (the baseline: the one write it does). */
 function requestLimit(row: PathRow): number {
-  if (row.path !== 'first' || row.variant === 'baseline') return 1;
+  if (isDuplicatePath(row.path) || row.variant === 'baseline') return 1;
   return row.variant === 'ours-local' ? 1 : 2;
 }
 
-/** On a duplicate path the baseline has no idempotency to consult: it does the work (and writes a payment) again. */
+/**
+ * On a duplicate path the baseline has no idempotency to consult: it does the work (and writes a payment) again. On
+ * the outside-effect-only path it still writes its row: it is there as the reference write.
+ */
 function variantLabel(row: PathRow): string {
-  return row.variant === 'baseline' && row.path !== 'first'
-    ? 'baseline: does it all again'
-    : VARIANT_LABELS[row.variant];
+  if (row.variant !== 'baseline') return VARIANT_LABELS[row.variant];
+  if (row.path === 'first_outside') return 'baseline: charge + PutItem (reference)';
+  return isDuplicatePath(row.path) ? 'baseline: does it all again' : VARIANT_LABELS[row.variant];
 }
 
 function heading(text: string): string {
