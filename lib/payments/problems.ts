@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { BodyError, ProblemDetails } from '../http/problem';
 
 /** The payments API's own problem types, beside the HTTP adapter's (`ProblemType`), by slug. */
@@ -15,9 +15,9 @@ export const PaymentProblemType = {
 } as const;
 
 /** The `card-declined` problem carries the processor's decline code, for the client to show or switch on. */
-export const CardDeclinedProblem = ProblemDetails.extend({ decline_code: z.string().min(1) });
+export const CardDeclinedProblem = z.extend(ProblemDetails, { decline_code: z.string().check(z.minLength(1)) });
 export type CardDeclinedProblem = z.infer<typeof CardDeclinedProblem>;
 
 /** The `payment-rejected` problem lists the fields the processor refused, like `invalid-body` does ours. */
-export const PaymentRejectedProblem = ProblemDetails.extend({ errors: z.array(BodyError).min(1) });
+export const PaymentRejectedProblem = z.extend(ProblemDetails, { errors: z.array(BodyError).check(z.minLength(1)) });
 export type PaymentRejectedProblem = z.infer<typeof PaymentRejectedProblem>;
