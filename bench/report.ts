@@ -1,5 +1,5 @@
 import type { Calibration, CalibrationRow } from './calibration';
-import type { ColdStartResult } from './cold-start';
+import { BUNDLE_LABELS, type BundleResult, type ColdStartResult } from './cold-start';
 import type { HttpResult } from './http';
 import type { ItemSizes } from './item-sizes';
 import type { Machine } from './machine';
@@ -178,22 +178,35 @@ export function renderReport(report: BenchReport): string {
   }
 
   if (report.coldStart) {
+    const { bundles } = report.coldStart;
+    const reference = bundles.find((bundle) => bundle.name === 'powertools');
     out.push(
       heading(
         `Cold start: esbuild as the CDK stack bundles (ESM, node22, minified, SDK bundled); import in ${settings.coldRuns} fresh processes each`,
       ),
       table(
-        ['handler', 'bundle', 'gzip', 'source map', 'import median', 'import p99'],
-        report.coldStart.bundles.map((bundle) => [
-          `${bundle.name} (${bundle.entry})`,
+        ['bundle', 'entry', 'bundle', 'gzip', 'source map', 'import median', 'import p99', 'vs Powertools equivalent'],
+        bundles.map((bundle) => [
+          BUNDLE_LABELS[bundle.name],
+          bundle.entry,
           kb(bundle.bytes),
           kb(bundle.gzipBytes),
           kb(bundle.mapBytes),
           ms(bundle.importMs.median),
           ms(bundle.importMs.p99),
+          reference && bundle !== reference
+            ? `${(bundle.importMs.median / reference.importMs.median).toFixed(2)}x`
+            : '',
         ]),
       ),
-      "Bundled with the stack's own options (LAMBDA_BUNDLING in lib/infra/service-function.ts).",
+      "Bundled with the stack's own options (LAMBDA_BUNDLING in lib/infra/service-function.ts); prod's define " +
+        '(lambdaBundling) for the traced bundle.',
+      '',
+      heading('What the payments function is made of (minified KB per package; this repository as one part)'),
+      table(
+        ['part', ...bundles.filter((bundle) => bundle.name.startsWith('ours')).map((b) => BUNDLE_LABELS[b.name])],
+        partRows(bundles.filter((bundle) => bundle.name.startsWith('ours'))),
+      ),
       '',
     );
   }
@@ -235,6 +248,23 @@ function variantLabel(row: PathRow): string {
   if (row.variant !== 'baseline') return VARIANT_LABELS[row.variant];
   if (row.path === 'first_outside') return 'baseline: charge + PutItem (reference)';
   return isDuplicatePath(row.path) ? 'baseline: does it all again' : VARIANT_LABELS[row.variant];
+}
+
+/** The largest parts of any of the bundles, then everything else, then the total: one row per part. */
+function partRows(bundles: readonly BundleResult[]): string[][] {
+  const shown = new Set(bundles.flatMap((bundle) => bundle.parts.slice(0, 10).map((part) => part.name)));
+  const bytesOf = (bundle: BundleResult, name: string) => bundle.parts.find((part) => part.name === name)?.bytes ?? 0;
+  const largest = (name: string) => Math.max(...bundles.map((bundle) => bytesOf(bundle, name)));
+  const order = [...shown].sort((a, b) => largest(b) - largest(a));
+  const rows = order.map((name) => [name, ...bundles.map((bundle) => kb(bytesOf(bundle, name)))]);
+  const rest = (bundle: BundleResult) =>
+    bundle.parts.filter((part) => !shown.has(part.name)).reduce((sum, part) => sum + part.bytes, 0);
+  rows.push(['everything else', ...bundles.map((bundle) => kb(rest(bundle)))]);
+  rows.push([
+    'sum of the parts',
+    ...bundles.map((bundle) => kb(bundle.parts.reduce((sum, part) => sum + part.bytes, 0))),
+  ]);
+  return rows;
 }
 
 function heading(text: string): string {
