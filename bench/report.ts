@@ -34,7 +34,8 @@ export function renderReport(report: BenchReport): string {
     })`,
     `${machine.nproc} CPUs (${machine.cpu}), ${machine.memoryGiB} GiB, ${machine.platform}, Node ${machine.node}, ` +
       `DynamoDB Local ${machine.dynamoDbLocal}, ${machine.java}`,
-    `settings ${JSON.stringify(settings)}; took ${report.durationSeconds.toFixed(0)} s`,
+    `load average at the start ${machine.loadAverage.join(' / ')} (1 / 5 / 15 min); ` +
+      `settings ${JSON.stringify(settings)}; took ${report.durationSeconds.toFixed(0)} s`,
     '',
   );
 
