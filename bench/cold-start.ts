@@ -184,13 +184,15 @@ export async function measureColdStart(options: { runs: number }): Promise<ColdS
 
 /**
  * Minified bytes per npm package (scoped packages by scope and name, so `@aws-sdk/client-dynamodb` and `@smithy/core`
- * stay apart), and this repository's own files as one part, from esbuild's metafile.
+ * stay apart; a nested copy counts as the package it is), and this repository's own files as one part, from esbuild's
+ * metafile.
  */
 export function partsOf(metafile: Metafile): BundlePart[] {
   const output = Object.values(metafile.outputs).find((candidate) => candidate.entryPoint !== undefined);
   const bytes = new Map<string, number>();
   for (const [input, { bytesInOutput }] of Object.entries(output?.inputs ?? {})) {
-    const name = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1] ?? 'this repository';
+    // The innermost node_modules: a package's own copy of a dependency is that dependency, not the package.
+    const name = [...input.matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)/g)].at(-1)?.[1] ?? 'this repository';
     bytes.set(name, (bytes.get(name) ?? 0) + bytesInOutput);
   }
   return [...bytes]
