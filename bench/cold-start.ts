@@ -6,23 +6,51 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { build } from 'esbuild';
-import { LAMBDA_BUNDLING, LAMBDA_NODE_OPTIONS, LAMBDA_RUNTIME } from '../lib/infra/service-function';
+import { build, type Metafile } from 'esbuild';
+import {
+  LAMBDA_BUNDLING,
+  LAMBDA_NODE_OPTIONS,
+  LAMBDA_RUNTIME,
+  lambdaBundling,
+  TRACE_ENABLED_ENV,
+} from '../lib/infra/service-function';
 import { interleave, type LatencySummary, median, summarize } from './measure';
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '..');
 
-/** The two handlers compared: the deployed payments function, and the same function on Powertools idempotency. */
-export const COLD_START_HANDLERS = [
-  { name: 'ours', entry: 'functions/payments-create.ts' },
-  { name: 'powertools', entry: 'bench/powertools-payments-handler.ts' },
+/**
+ * The bundles compared: the deployed payments function as dev builds it (tracing compiled out) and as prod builds
+ * it (tracing on), and the same function on Powertools idempotency, which shares our validation, problem responses
+ * and processor client (so also our schemas).
+ *
+ * `powertools-classic-zod` is that same Powertools handler with our schemas compiled against classic zod: what it was
+ * when the issue set the import-time target (844 against 857 KB, both carrying all of classic zod). It is built from
+ * the same schema sources, `zod/mini` mapped onto classic zod (bench/classic-zod.ts), not from a second definition.
+ * `sdk-floor` is what every one of them pays before any code of its own: the DynamoDB client.
+ */
+export const COLD_START_BUNDLES = [
+  { name: 'ours', entry: 'functions/payments-create.ts', tracing: false, classicZod: false },
+  { name: 'ours-traced', entry: 'functions/payments-create.ts', tracing: true, classicZod: false },
+  { name: 'powertools', entry: 'bench/powertools-payments-handler.ts', tracing: false, classicZod: false },
+  { name: 'powertools-classic-zod', entry: 'bench/powertools-payments-handler.ts', tracing: false, classicZod: true },
+  { name: 'sdk-floor', entry: 'bench/sdk-floor.ts', tracing: false, classicZod: false },
 ] as const;
-export type HandlerName = (typeof COLD_START_HANDLERS)[number]['name'];
+export type BundleName = (typeof COLD_START_BUNDLES)[number]['name'];
+
+export const BUNDLE_LABELS: Record<BundleName, string> = {
+  ours: 'ours, dev (tracing compiled out)',
+  'ours-traced': 'ours, prod (tracing on)',
+  powertools: 'Powertools equivalent, same schemas (zod/mini)',
+  'powertools-classic-zod': 'Powertools equivalent, schemas on classic zod (as when the target was set)',
+  'sdk-floor': 'floor: the DynamoDB client alone, as both create it',
+};
 
 export interface BundleResult {
-  readonly name: HandlerName;
+  readonly name: BundleName;
   readonly entry: string;
+  /** Tracing compiled in (prod) or out (dev). */
+  readonly tracing: boolean;
   /** The .mjs Lambda loads. */
   readonly bytes: number;
   readonly gzipBytes: number;
@@ -30,6 +58,15 @@ export interface BundleResult {
   readonly mapBytes: number;
   /** `await import(bundle)` in a fresh `node` process, one sample per process. */
   readonly importMs: LatencySummary & { readonly median: number };
+  /** Every import's time, in the order measured (for intervals of ratios between bundles). */
+  readonly importSamples: readonly number[];
+  /** What the bundle is made of: minified bytes per package (ours: this repository's files), largest first. */
+  readonly parts: readonly BundlePart[];
+}
+
+export interface BundlePart {
+  readonly name: string;
+  readonly bytes: number;
 }
 
 export interface ColdStartResult {
@@ -41,10 +78,12 @@ export interface ColdStartResult {
 
 /**
  * Dummy configuration: the handlers read it at import (cold start) and fail fast without it. Nothing is contacted at
- * import, so none of it has to exist.
+ * import, so none of it has to exist. `AWS_EXECUTION_ENV` is what Lambda sets: without it, Powertools Tracer turns
+ * itself off at import, and a traced bundle would skip the work it does on Lambda (patching http, https and fetch).
  */
 const IMPORT_ENV = {
   AWS_REGION: 'us-east-1',
+  AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
   IDEMPOTENCY_TABLE: 'bench-cold-idempotency',
   PAYMENTS_TABLE: 'bench-cold-payments',
   PROCESSOR_URL: 'https://processor.invalid',
@@ -80,43 +119,52 @@ export const ESBUILD_OPTIONS = {
   sourcemap: LAMBDA_BUNDLING.sourceMap ?? false,
   mainFields: [...(LAMBDA_BUNDLING.mainFields ?? [])],
   ...(LAMBDA_BUNDLING.banner ? { banner: { js: LAMBDA_BUNDLING.banner } } : {}),
-  // Tracing compiled out, as in an environment without it (dev); without this the tracer would be bundled.
+  // Tracing compiled out, as in an environment without it (dev); a bundle that has it uses lambdaBundling's define.
   define: { ...LAMBDA_BUNDLING.define },
 } as const;
 
+/** `zod/mini`, as classic zod (for the reference bundle that has the schemas on classic zod). */
+const CLASSIC_ZOD = join(ROOT, 'bench', 'classic-zod.ts');
+
 /**
- * Bundles both handlers as the stack does, then imports each bundle in `runs` fresh processes, alternating between
- * the two.
+ * Bundles each as the stack does, then imports each bundle in `runs` fresh processes, interleaved (the order rotates
+ * each round).
  */
 export async function measureColdStart(options: { runs: number }): Promise<ColdStartResult> {
   const dir = await mkdtemp(join(tmpdir(), 'keystone-bench-'));
   try {
-    const outputs = new Map<HandlerName, string>();
-    for (const handler of COLD_START_HANDLERS) {
-      const outfile = join(dir, handler.name, 'index.mjs');
-      await build({
+    const outputs = new Map<BundleName, { file: string; metafile: Metafile }>();
+    for (const bundle of COLD_START_BUNDLES) {
+      const outfile = join(dir, bundle.name, 'index.mjs');
+      const { metafile } = await build({
         ...ESBUILD_OPTIONS,
         mainFields: [...ESBUILD_OPTIONS.mainFields],
-        entryPoints: [join(ROOT, handler.entry)],
+        define: { ...lambdaBundling({ tracing: bundle.tracing }).define },
+        ...(bundle.classicZod ? { alias: { 'zod/mini': CLASSIC_ZOD } } : {}),
+        entryPoints: [join(ROOT, bundle.entry)],
         outfile,
+        metafile: true,
         logLevel: 'error',
       });
-      outputs.set(handler.name, outfile);
+      outputs.set(bundle.name, { file: outfile, metafile });
     }
-    const samples = new Map<HandlerName, number[]>(COLD_START_HANDLERS.map((handler) => [handler.name, []]));
-    // One unmeasured import each first, so neither pays for a cold file cache.
-    for (const handler of COLD_START_HANDLERS) await importOnce(outputs.get(handler.name) as string);
-    await interleave(COLD_START_HANDLERS, options.runs, async (handler) => {
-      samples.get(handler.name)?.push(await importOnce(outputs.get(handler.name) as string));
+    const fileOf = (name: BundleName) => outputs.get(name)?.file as string;
+    const envOf = (bundle: (typeof COLD_START_BUNDLES)[number]) => ({ [TRACE_ENABLED_ENV]: String(bundle.tracing) });
+    const samples = new Map<BundleName, number[]>(COLD_START_BUNDLES.map((bundle) => [bundle.name, []]));
+    // One unmeasured import each first, so none pays for a cold file cache.
+    for (const bundle of COLD_START_BUNDLES) await importOnce(fileOf(bundle.name), envOf(bundle));
+    await interleave(COLD_START_BUNDLES, options.runs, async (bundle) => {
+      samples.get(bundle.name)?.push(await importOnce(fileOf(bundle.name), envOf(bundle)));
     });
     const bundles: BundleResult[] = [];
-    for (const handler of COLD_START_HANDLERS) {
-      const file = outputs.get(handler.name) as string;
+    for (const bundle of COLD_START_BUNDLES) {
+      const file = fileOf(bundle.name);
       const code = await readFile(file);
-      const timings = samples.get(handler.name) ?? [];
+      const timings = samples.get(bundle.name) ?? [];
       bundles.push({
-        name: handler.name,
-        entry: handler.entry,
+        name: bundle.name,
+        entry: bundle.entry,
+        tracing: bundle.tracing,
         bytes: code.byteLength,
         gzipBytes: gzipSync(code).byteLength,
         mapBytes: await stat(`${file}.map`).then(
@@ -124,6 +172,8 @@ export async function measureColdStart(options: { runs: number }): Promise<ColdS
           () => 0,
         ),
         importMs: { ...summarize(timings), median: median(timings) },
+        importSamples: timings,
+        parts: partsOf(outputs.get(bundle.name)?.metafile as Metafile),
       });
     }
     return { bundles, esbuild: ESBUILD_OPTIONS, nodeOptions: NODE_OPTIONS };
@@ -132,12 +182,32 @@ export async function measureColdStart(options: { runs: number }): Promise<ColdS
   }
 }
 
-async function importOnce(bundle: string): Promise<number> {
+/**
+ * Minified bytes per npm package (scoped packages by scope and name, so `@aws-sdk/client-dynamodb` and `@smithy/core`
+ * stay apart; a nested copy counts as the package it is), and this repository's own files as one part, from esbuild's
+ * metafile.
+ */
+export function partsOf(metafile: Metafile): BundlePart[] {
+  const output = Object.values(metafile.outputs).find((candidate) => candidate.entryPoint !== undefined);
+  const bytes = new Map<string, number>();
+  for (const [input, { bytesInOutput }] of Object.entries(output?.inputs ?? {})) {
+    // The innermost node_modules: a package's own copy of a dependency is that dependency, not the package.
+    const name = [...input.matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)/g)].at(-1)?.[1] ?? 'this repository';
+    bytes.set(name, (bytes.get(name) ?? 0) + bytesInOutput);
+  }
+  return [...bytes]
+    .map(([name, size]) => ({ name, bytes: size }))
+    .filter((part) => part.bytes > 0)
+    .sort((a, b) => b.bytes - a.bytes);
+}
+
+async function importOnce(bundle: string, env: Record<string, string>): Promise<number> {
   const { stdout } = await run(process.execPath, ['--input-type=module', '-e', IMPORT_SCRIPT], {
     cwd: tmpdir(),
     env: {
       PATH: process.env.PATH ?? '',
       ...IMPORT_ENV,
+      ...env,
       NODE_OPTIONS,
       BENCH_BUNDLE_URL: pathToFileURL(bundle).href,
     },

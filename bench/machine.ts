@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
+import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { dynamoDbLocalJar } from '../lib/local/dynamodb-local';
@@ -15,6 +15,11 @@ export interface Machine {
   /** Files changed outside bench/ against that commit: the code measured is not exactly the commit's when non-zero. */
   readonly uncommittedFiles: number;
   readonly nproc: number;
+  /**
+   * The 1, 5 and 15 minute load averages when the run started: other work on a shared machine inflates every
+   * absolute figure (the interleaved ratios much less), and this says how much of it there was.
+   */
+  readonly loadAverage: readonly number[];
   readonly cpu: string;
   readonly memoryGiB: number;
   readonly platform: string;
@@ -33,6 +38,7 @@ export async function describeMachine(): Promise<Machine> {
       .split('\n')
       .filter(Boolean).length,
     nproc: availableParallelism(),
+    loadAverage: loadavg().map((load) => Math.round(load * 100) / 100),
     cpu: cpus()[0]?.model ?? 'unknown',
     memoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
     platform: `${process.platform} ${process.arch}`,

@@ -2,27 +2,58 @@ import { randomUUID } from 'node:crypto';
 import { interleave, type LatencySummary, now, summarize } from './measure';
 import { CARD, OTHER_CARD, type PaymentEvent, paymentEvent } from './payment-flow';
 import type { MeteredRequest } from './request-meter';
-import type { CallOutcome, Variant, VariantName } from './variants';
+import type { CallOutcome, Variant, VariantName, Work } from './variants';
 
-export const PATH_NAMES = ['first', 'replay', 'in_flight', 'mismatch'] as const;
+export const PATH_NAMES = ['first', 'first_outside', 'replay', 'in_flight', 'mismatch'] as const;
 export type PathName = (typeof PATH_NAMES)[number];
 
 export const PATH_LABELS: Record<PathName, string> = {
   first: 'first request',
+  first_outside: 'first request, outside effect only',
   replay: 'replay',
   in_flight: 'in-flight duplicate',
   mismatch: 'mismatch (same key, other body)',
 };
 
-const EXPECTED: Record<PathName, CallOutcome> = {
-  first: 'created',
-  replay: 'replay',
-  in_flight: 'in_flight',
-  mismatch: 'mismatch',
+/** What each path sends, what every call must end as, and what work an idempotent variant does on it. */
+interface PathSpec {
+  readonly expected: CallOutcome;
+  /** A duplicate path: the effect must never run. */
+  readonly duplicate: boolean;
+  readonly work: Work;
+  /** Variants that have this path: an outside effect only is no path for the purely local variant. */
+  readonly variants?: readonly VariantName[];
+}
+
+const PATHS: Record<PathName, PathSpec> = {
+  first: { expected: 'created', duplicate: false, work: 'charge-and-row' },
+  // The common Powertools use: the handler calls an outside system and the response is stored; nothing else is
+  // written. The baseline still does what it always does (the charge and one PutItem): the reference write.
+  first_outside: {
+    expected: 'created',
+    duplicate: false,
+    work: 'charge-only',
+    variants: ['baseline', 'powertools', 'ours-external'],
+  },
+  replay: { expected: 'replay', duplicate: true, work: 'charge-and-row' },
+  in_flight: { expected: 'in_flight', duplicate: true, work: 'charge-and-row' },
+  mismatch: { expected: 'mismatch', duplicate: true, work: 'charge-and-row' },
 };
 
 /** Without idempotency every call is a first request: a duplicate is simply another payment. */
-const expected = (variant: Variant, path: PathName): CallOutcome => (variant.idempotent ? EXPECTED[path] : 'created');
+const expected = (variant: Variant, path: PathName): CallOutcome =>
+  variant.idempotent ? PATHS[path].expected : 'created';
+
+/** The variants that take part in a path. */
+export function variantsOn(path: PathName, variants: readonly Variant[]): Variant[] {
+  const names = PATHS[path].variants;
+  return names ? variants.filter((variant) => names.includes(variant.name)) : [...variants];
+}
+
+/** Whether a path's calls are duplicates of a completed or running operation (the effect must not run). */
+export function isDuplicatePath(path: PathName): boolean {
+  return PATHS[path].duplicate;
+}
 
 /** One variant on one path: latency, and the DynamoDB requests and capacity of every measured call. */
 export interface PathResult {
@@ -52,9 +83,11 @@ interface Fixture {
  */
 export async function measurePath(
   path: PathName,
-  variants: readonly Variant[],
+  all: readonly Variant[],
   options: { calls: number; warmup: number; accountId: string },
 ): Promise<PathResult[]> {
+  const variants = variantsOn(path, all);
+  const { work } = PATHS[path];
   const tallies = new Map<Variant, Tally>();
   for (const variant of variants) {
     const fixture = await fixtureFor(path, variant, options.accountId);
@@ -63,7 +96,7 @@ export async function measurePath(
   const tallyOf = (variant: Variant) => tallies.get(variant) as Tally;
   try {
     await interleave(variants, options.warmup, async (variant) => {
-      await variant.call(tallyOf(variant).fixture.next());
+      await variant.call(tallyOf(variant).fixture.next(), work);
     });
     await interleave(variants, options.calls, async (variant) => {
       const tally = tallyOf(variant);
@@ -72,13 +105,13 @@ export async function measurePath(
       variant.meter.reset();
       variant.meter.resume();
       const started = now();
-      const outcome = await variant.call(event);
+      const outcome = await variant.call(event, work);
       const elapsed = now() - started;
       variant.meter.pause();
       tally.latencies.push(elapsed);
       tally.calls.push([...variant.meter.requests]);
       if (outcome !== expected(variant, path)) tally.unexpected[outcome] = (tally.unexpected[outcome] ?? 0) + 1;
-      if (path !== 'first' && variant.idempotent) tally.effectRuns += variant.effect.calls - effectsBefore;
+      if (isDuplicatePath(path) && variant.idempotent) tally.effectRuns += variant.effect.calls - effectsBefore;
     });
   } finally {
     for (const tally of tallies.values()) await tally.fixture.teardown();
@@ -112,6 +145,7 @@ async function fixtureFor(path: PathName, variant: Variant, accountId: string): 
   if (!variant.idempotent) return { next: () => paymentEvent(accountId, key, CARD), teardown: idle };
   switch (path) {
     case 'first':
+    case 'first_outside':
       return { next: () => paymentEvent(accountId, `first-${randomUUID()}`, CARD), teardown: idle };
     case 'replay':
     case 'mismatch': {

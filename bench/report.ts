@@ -1,9 +1,9 @@
 import type { Calibration, CalibrationRow } from './calibration';
-import type { ColdStartResult } from './cold-start';
+import { BUNDLE_LABELS, type BundleResult, type ColdStartResult } from './cold-start';
 import type { HttpResult } from './http';
 import type { ItemSizes } from './item-sizes';
 import type { Machine } from './machine';
-import { PATH_LABELS } from './paths';
+import { isDuplicatePath, PATH_LABELS } from './paths';
 import { ASSUMPTIONS } from './projection';
 import type { StormSummary } from './storm';
 import type { CorrectnessCheck, PathRow, TargetCheck } from './targets';
@@ -34,7 +34,8 @@ export function renderReport(report: BenchReport): string {
     })`,
     `${machine.nproc} CPUs (${machine.cpu}), ${machine.memoryGiB} GiB, ${machine.platform}, Node ${machine.node}, ` +
       `DynamoDB Local ${machine.dynamoDbLocal}, ${machine.java}`,
-    `settings ${JSON.stringify(settings)}; took ${report.durationSeconds.toFixed(0)} s`,
+    `load average at the start ${machine.loadAverage.join(' / ')} (1 / 5 / 15 min); ` +
+      `settings ${JSON.stringify(settings)}; took ${report.durationSeconds.toFixed(0)} s`,
     '',
   );
 
@@ -88,7 +89,8 @@ export function renderReport(report: BenchReport): string {
     ),
     'limit: the fewest requests that can do it: a duplicate is one conditional write that fails and returns the ' +
       'record; a first request with an outside effect needs its claim durable before the effect and its completion ' +
-      'after (2); a purely local one can do all in one transaction (1).',
+      'after (2); a purely local one can do all in one transaction (1). On the outside-effect-only path the ' +
+      'baseline does its usual charge and PutItem: the reference write, not the same work.',
     'WRU per call: reported by DynamoDB Local for requests that succeed; for refused ones (it reports nothing) ' +
       'modeled from the pricing rules (~), or a modeled upper bound for a cancelled transaction (<=).',
     '',
@@ -177,22 +179,35 @@ export function renderReport(report: BenchReport): string {
   }
 
   if (report.coldStart) {
+    const { bundles } = report.coldStart;
+    const reference = bundles.find((bundle) => bundle.name === 'powertools');
     out.push(
       heading(
         `Cold start: esbuild as the CDK stack bundles (ESM, node22, minified, SDK bundled); import in ${settings.coldRuns} fresh processes each`,
       ),
       table(
-        ['handler', 'bundle', 'gzip', 'source map', 'import median', 'import p99'],
-        report.coldStart.bundles.map((bundle) => [
-          `${bundle.name} (${bundle.entry})`,
+        ['bundle', 'entry', 'bundle', 'gzip', 'source map', 'import median', 'import p99', 'vs Powertools equivalent'],
+        bundles.map((bundle) => [
+          BUNDLE_LABELS[bundle.name],
+          bundle.entry,
           kb(bundle.bytes),
           kb(bundle.gzipBytes),
           kb(bundle.mapBytes),
           ms(bundle.importMs.median),
           ms(bundle.importMs.p99),
+          reference && bundle !== reference
+            ? `${(bundle.importMs.median / reference.importMs.median).toFixed(2)}x`
+            : '',
         ]),
       ),
-      "Bundled with the stack's own options (LAMBDA_BUNDLING in lib/infra/service-function.ts).",
+      "Bundled with the stack's own options (LAMBDA_BUNDLING in lib/infra/service-function.ts); prod's define " +
+        '(lambdaBundling) for the traced bundle.',
+      '',
+      heading('What the payments function is made of (minified KB per package; this repository as one part)'),
+      table(
+        ['part', ...bundles.filter((bundle) => bundle.name.startsWith('ours')).map((b) => BUNDLE_LABELS[b.name])],
+        partRows(bundles.filter((bundle) => bundle.name.startsWith('ours'))),
+      ),
       '',
     );
   }
@@ -222,15 +237,35 @@ export function renderReport(report: BenchReport): string {
 
 /** The fewest DynamoDB requests that can serve the call (the baseline: the one write it does). */
 function requestLimit(row: PathRow): number {
-  if (row.path !== 'first' || row.variant === 'baseline') return 1;
+  if (isDuplicatePath(row.path) || row.variant === 'baseline') return 1;
   return row.variant === 'ours-local' ? 1 : 2;
 }
 
-/** On a duplicate path the baseline has no idempotency to consult: it does the work (and writes a payment) again. */
+/**
+ * On a duplicate path the baseline has no idempotency to consult: it does the work (and writes a payment) again. On
+ * the outside-effect-only path it still writes its row: it is there as the reference write.
+ */
 function variantLabel(row: PathRow): string {
-  return row.variant === 'baseline' && row.path !== 'first'
-    ? 'baseline: does it all again'
-    : VARIANT_LABELS[row.variant];
+  if (row.variant !== 'baseline') return VARIANT_LABELS[row.variant];
+  if (row.path === 'first_outside') return 'baseline: charge + PutItem (reference)';
+  return isDuplicatePath(row.path) ? 'baseline: does it all again' : VARIANT_LABELS[row.variant];
+}
+
+/** The largest parts of any of the bundles, then everything else, then the total: one row per part. */
+function partRows(bundles: readonly BundleResult[]): string[][] {
+  const shown = new Set(bundles.flatMap((bundle) => bundle.parts.slice(0, 10).map((part) => part.name)));
+  const bytesOf = (bundle: BundleResult, name: string) => bundle.parts.find((part) => part.name === name)?.bytes ?? 0;
+  const largest = (name: string) => Math.max(...bundles.map((bundle) => bytesOf(bundle, name)));
+  const order = [...shown].sort((a, b) => largest(b) - largest(a));
+  const rows = order.map((name) => [name, ...bundles.map((bundle) => kb(bytesOf(bundle, name)))]);
+  const rest = (bundle: BundleResult) =>
+    bundle.parts.filter((part) => !shown.has(part.name)).reduce((sum, part) => sum + part.bytes, 0);
+  rows.push(['everything else', ...bundles.map((bundle) => kb(rest(bundle)))]);
+  rows.push([
+    'sum of the parts',
+    ...bundles.map((bundle) => kb(bundle.parts.reduce((sum, part) => sum + part.bytes, 0))),
+  ]);
+  return rows;
 }
 
 function heading(text: string): string {

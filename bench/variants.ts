@@ -27,6 +27,12 @@ export const VARIANT_LABELS: Record<VariantName, string> = {
   'ours-local': 'ours: claimAndCommit',
 };
 
+/**
+ * What a call does besides idempotency: the charge and the payment row (the reference service's work), or the charge
+ * alone (an idempotent call to an outside system whose response is stored: the common Powertools use).
+ */
+export type Work = 'charge-and-row' | 'charge-only';
+
 /** How one call ended, in the engine's words; Powertools' exceptions are mapped onto the same kinds. */
 export type CallOutcome = 'created' | 'replay' | 'in_flight' | 'mismatch' | 'error';
 
@@ -44,8 +50,11 @@ export interface Variant {
   readonly idempotencyTable: string | undefined;
   /** The first few errors behind `error` outcomes, for the report. */
   readonly errors: readonly string[];
-  /** One request, as the handler would serve it. */
-  call(event: PaymentEvent): Promise<CallOutcome>;
+  /**
+   * One request, as the handler would serve it. The baseline always does the charge and writes the row (with no
+   * idempotency there is nothing else to measure it by); the purely local variant has no charge-only work.
+   */
+  call(event: PaymentEvent, work?: Work): Promise<CallOutcome>;
   /**
    * Puts the event's key in the "in flight" state: claimed by someone else, not yet complete. Returns a function that
    * lets that other owner finish.
@@ -162,20 +171,25 @@ async function powertools({ client, documentClient, payments, effect, tables, no
   });
   // Which events actually ran the handler: a completed call whose event is not here was a replay.
   const ran = new WeakSet<PaymentEvent>();
-  const handler = makeIdempotent(
-    async (event: PaymentEvent, _context: Context) => {
-      ran.add(event);
-      const downstreamKey = freshDownstreamKey();
-      const chargeId = await effect.charge(keyOf(event));
-      const { row, response } = settlePayment(payments, event, downstreamKey, chargeId);
-      await documentClient.send(new PutCommand(row.Put as PutCommandInput));
-      return response;
-    },
-    { persistenceStore, config },
-  );
-  const call = async (event: PaymentEvent): Promise<CallOutcome> => {
+  const handlerFor = (work: Work) =>
+    makeIdempotent(
+      async (event: PaymentEvent, _context: Context) => {
+        ran.add(event);
+        const downstreamKey = freshDownstreamKey();
+        const chargeId = await effect.charge(keyOf(event));
+        const { row, response } = settlePayment(payments, event, downstreamKey, chargeId);
+        if (work === 'charge-and-row') await documentClient.send(new PutCommand(row.Put as PutCommandInput));
+        return response;
+      },
+      { persistenceStore, config },
+    );
+  const handlers: Record<Work, ReturnType<typeof handlerFor>> = {
+    'charge-and-row': handlerFor('charge-and-row'),
+    'charge-only': handlerFor('charge-only'),
+  };
+  const call = async (event: PaymentEvent, work: Work = 'charge-and-row'): Promise<CallOutcome> => {
     try {
-      await handler(event, lambdaContext());
+      await handlers[work](event, lambdaContext());
       return ran.has(event) ? 'created' : 'replay';
     } catch (error) {
       switch ((error as Error).name) {
@@ -194,8 +208,9 @@ async function powertools({ client, documentClient, payments, effect, tables, no
 
 /**
  * Ours, as the HTTP adapter drives it. External effect: claim (one conditional put), the effect under the lease's
- * downstream key, then commit the payment row with the record in one transaction. Local effect: `claimAndCommit`,
- * claim, row and completion in one transaction.
+ * downstream key, then commit the payment row with the record in one transaction (or, with the charge alone, commit
+ * the record by itself: one conditional update). Local effect: `claimAndCommit`, claim, row and completion in one
+ * transaction.
  */
 async function ours(
   { client, documentClient, payments, effect, tables, noteError }: Parts,
@@ -213,7 +228,7 @@ async function ours(
     print: fingerprint({ operation: OPERATION, body: event.body, contentType: event.headers['Content-Type'] }),
   });
 
-  const external = async (event: PaymentEvent): Promise<CallOutcome> => {
+  const external = async (event: PaymentEvent, work: Work = 'charge-and-row'): Promise<CallOutcome> => {
     const { key, print } = identify(event);
     const outcome = await store.claim(key, print).catch((error: unknown) => {
       noteError(error);
@@ -224,7 +239,7 @@ async function ours(
     try {
       const chargeId = await effect.charge(keyOf(event));
       const { row, response } = settlePayment(payments, event, lease.downstreamKey, chargeId);
-      await store.commit(lease, response, [row]);
+      await store.commit(lease, response, work === 'charge-and-row' ? [row] : []);
       return 'created';
     } catch (error) {
       // As the HTTP adapter does: give the key back so that a retry can take it over.
@@ -234,7 +249,8 @@ async function ours(
     }
   };
 
-  const local = async (event: PaymentEvent): Promise<CallOutcome> => {
+  const local = async (event: PaymentEvent, work: Work = 'charge-and-row'): Promise<CallOutcome> => {
+    if (work !== 'charge-and-row') throw new Error('the purely local variant has no outside effect to make');
     const { key, print } = identify(event);
     try {
       const outcome = await store.claimAndCommit(key, print, async ({ downstreamKey }) => {

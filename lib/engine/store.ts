@@ -31,6 +31,9 @@ import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse }
 /** One action of a TransactWriteItems, in DocumentClient form: the caller's own puts, updates and checks. */
 export type EffectItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
+/** A record's completion: a transaction's update action, which is also a whole UpdateItem request. */
+type CompletionUpdate = NonNullable<EffectItem['Update']>;
+
 /** The outcomes of a claim. Expected cases are values; only the unexpected throws. */
 export type ClaimOutcome =
   | { readonly kind: 'acquired'; readonly lease: Lease }
@@ -123,10 +126,10 @@ const POLL_MAX_MS = 1000;
  * Lifecycle of one record, and what fences each step:
  *
  * ```
- *  claim (conditional put)           commit (transaction)              ┌─ replay: one GetItem-free round trip
- *  absent|expired ──► IN_PROGRESS ──────────────────────────► COMPLETED ┤    (the failed put returns ALL_OLD)
- *                       │   ▲   leaseToken = mine,                      └─ different body: mismatch
- *                       │   │   status = IN_PROGRESS
+ *  claim (conditional put)        commit (conditional update, or       ┌─ replay: one GetItem-free round trip
+ *  absent|expired ──► IN_PROGRESS ─────────────────────────► COMPLETED ┤    (the failed put returns ALL_OLD)
+ *                       │   ▲     one transaction with the effects):   └─ different body: mismatch
+ *                       │   │     leaseToken = mine, status = IN_PROGRESS
  *            release    │   │ takeover (conditional update on the old leaseToken):
  *  leaseToken = mine    ▼   │ lease ran out, or released; same fingerprint, same downstreamKey
  *                     RELEASED
@@ -203,10 +206,15 @@ export class IdempotencyStore {
   }
 
   /**
-   * Commits the work: the caller's effect items and this record's completion in one TransactWriteItems.
+   * Commits the work: the caller's effect items and this record's completion in one TransactWriteItems, or, with no
+   * effect items (the work lives in another system, or there was none), the completion alone as one conditional
+   * UpdateItem: one write unit instead of two, and one single-item write instead of a transaction.
    * The completion is conditioned on the lease token still being ours and the record still in progress, so a
    * stale owner (taken over after its lease ran out) writes nothing at all, effects included. The record leaves the
    * recovery index, and lives (and replays) for a full TTL from now, however long the operation took to finish.
+   *
+   * A commit whose reply was lost may be sent again, by the SDK or by the caller: either way it is recognised as
+   * this owner's own completion and succeeds, rather than being mistaken for a lost lease.
    *
    * @throws {LeaseLostError} this owner no longer holds the record; nothing was written.
    * @throws {EffectConditionFailedError} one of the caller's items failed its condition; nothing was written.
@@ -214,47 +222,18 @@ export class IdempotencyStore {
    */
   async commit(lease: Lease, response: StoredResponse, effects: readonly EffectItem[] = []): Promise<void> {
     this.assertStorable(response);
-    const now = this.clock.now();
-    const completion: EffectItem = {
-      Update: {
-        TableName: this.tableName,
-        Key: { [A.key]: lease.key },
-        UpdateExpression:
-          'SET #status = :completed, #response = :response, #completedAt = :now, #expiresAt = :expiresAt ' +
-          'REMOVE #recoveryShard, #recoverAt',
-        // Fencing: only the current owner, only once.
-        ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
-        ExpressionAttributeNames: {
-          '#status': A.status,
-          '#response': A.response,
-          '#completedAt': A.completedAt,
-          '#expiresAt': A.expiresAt,
-          '#leaseToken': A.leaseToken,
-          '#recoveryShard': A.recoveryShard,
-          '#recoverAt': A.recoverAt,
-        },
-        ExpressionAttributeValues: {
-          ':completed': RecordStatus.Completed,
-          ':inProgress': RecordStatus.InProgress,
-          ':response': response,
-          ':now': now,
-          // Never earlier than before: the record's expiry is at most createdAt + ttl, and now >= createdAt.
-          ':expiresAt': this.expiryFrom(now),
-          ':token': lease.leaseToken,
-        },
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      },
-    };
+    const completion = this.completion(lease, response, this.clock.now());
+    if (effects.length === 0) return this.complete(lease, completion);
     // The lease token doubles as the transaction's ClientRequestToken, so a commit whose reply was lost can be
     // called again by the caller: the same request is answered with success, not a failed (satisfied) condition.
     try {
-      await this.transact(lease.key, [...effects, completion], lease.leaseToken);
+      await this.transact(lease.key, [...effects, { Update: completion }], lease.leaseToken);
     } catch (error) {
       if (!(error instanceof IdempotentParameterMismatchException)) throw error;
       // The token was used within the last 10 minutes with other parameters (a later completedAt): the first call
       // landed if the record is completed under our lease; anything else means we lost it.
       const current = await this.get(lease.key);
-      if (current?.status === RecordStatus.Completed && current.leaseToken === lease.leaseToken) return;
+      if (isOwnCompletion(current, lease)) return;
       throw new LeaseLostError(lease.key, current);
     }
   }
@@ -448,6 +427,68 @@ export class IdempotencyStore {
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
     }
+  }
+
+  /**
+   * The record's completion, as an update: the stored response, a full TTL from now, out of the recovery index.
+   * The same update is a transaction's last action (with effects) or a request of its own (without).
+   */
+  private completion(lease: Lease, response: StoredResponse, now: number): CompletionUpdate {
+    return {
+      TableName: this.tableName,
+      Key: { [A.key]: lease.key },
+      UpdateExpression:
+        'SET #status = :completed, #response = :response, #completedAt = :now, #expiresAt = :expiresAt ' +
+        'REMOVE #recoveryShard, #recoverAt',
+      // Fencing: only the current owner, only once.
+      ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
+      ExpressionAttributeNames: {
+        '#status': A.status,
+        '#response': A.response,
+        '#completedAt': A.completedAt,
+        '#expiresAt': A.expiresAt,
+        '#leaseToken': A.leaseToken,
+        '#recoveryShard': A.recoveryShard,
+        '#recoverAt': A.recoverAt,
+      },
+      ExpressionAttributeValues: {
+        ':completed': RecordStatus.Completed,
+        ':inProgress': RecordStatus.InProgress,
+        ':response': response,
+        ':now': now,
+        // Never earlier than before: the record's expiry is at most createdAt + ttl, and now >= createdAt.
+        ':expiresAt': this.expiryFrom(now),
+        ':token': lease.leaseToken,
+      },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+    };
+  }
+
+  /**
+   * The completion on its own: one conditional UpdateItem. An UpdateItem has no ClientRequestToken; its condition
+   * does the same job. When the reply to an update that landed is lost, the SDK's retry (or the caller's second
+   * commit) fails the condition against our own completion, and the record it returns (ALL_OLD) says so: completed
+   * under our lease token, which no other owner ever holds.
+   */
+  private async complete(lease: Lease, completion: CompletionUpdate): Promise<void> {
+    for (let round = 0; round < MAX_ROUNDS; round++) {
+      try {
+        await this.client.send(new UpdateCommand(completion));
+        return;
+      } catch (error) {
+        if (error instanceof TransactionConflictException) {
+          // A transaction on the record is under way (a duplicate's claimAndCommit): nothing was written; again.
+          await sleep(POLL_START_MS * (round + 1));
+          continue;
+        }
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        const raw = error.Item as Record<string, AttributeValue> | undefined;
+        const current = raw ? fromItem(unmarshall(raw)) : undefined;
+        if (isOwnCompletion(current, lease)) return;
+        throw new LeaseLostError(lease.key, current, { cause: error });
+      }
+    }
+    throw new ContendedError(lease.key);
   }
 
   private expiryFrom(nowMs: number): number {
@@ -708,6 +749,11 @@ function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
     takeover,
     recoverable: record.recoverAt !== undefined,
   };
+}
+
+/** The record is completed under this lease: this owner's own commit landed (its reply may have been lost). */
+function isOwnCompletion(record: IdempotencyRecord | undefined, lease: Lease): boolean {
+  return record?.status === RecordStatus.Completed && record.leaseToken === lease.leaseToken;
 }
 
 /** The recovery index shard of a key: a stable spread of keys over {@link RECOVERY_SHARDS} partitions. */

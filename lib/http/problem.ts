@@ -1,5 +1,5 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { problemType } from './problem-types.js';
 
 export { PROBLEM_TYPE_BASE, type ProblemSlug, ProblemType, problemType } from './problem-types.js';
@@ -10,10 +10,10 @@ export { PROBLEM_TYPE_BASE, type ProblemSlug, ProblemType, problemType } from '.
  * allows them; the OpenAPI document is generated from this schema and its extensions below.
  */
 export const ProblemDetails = z.looseObject({
-  type: z.string().min(1),
+  type: z.string().check(z.minLength(1)),
   title: z.string(),
-  status: z.number().int().min(400).max(599),
-  detail: z.string().optional(),
+  status: z.number().check(z.int(), z.minimum(400), z.maximum(599)),
+  detail: z.optional(z.string()),
 });
 export type ProblemDetails = z.infer<typeof ProblemDetails>;
 
@@ -22,7 +22,7 @@ export const BodyError = z.strictObject({ path: z.string(), message: z.string() 
 export type BodyError = z.infer<typeof BodyError>;
 
 /** The `invalid-body` problem: every problem with the body at once, so a client can fix them in one go. */
-export const InvalidBodyProblem = ProblemDetails.extend({ errors: z.array(BodyError).min(1) });
+export const InvalidBodyProblem = z.extend(ProblemDetails, { errors: z.array(BodyError).check(z.minLength(1)) });
 export type InvalidBodyProblem = z.infer<typeof InvalidBodyProblem>;
 
 /**
@@ -32,8 +32,8 @@ export type InvalidBodyProblem = z.infer<typeof InvalidBodyProblem>;
  */
 export const GatewayProblem = z.strictObject({
   type: z.literal('about:blank'),
-  title: z.string().nullable(),
-  requestId: z.string().min(1),
+  title: z.nullable(z.string()),
+  requestId: z.string().check(z.minLength(1)),
 });
 export type GatewayProblem = z.infer<typeof GatewayProblem>;
 

@@ -1,9 +1,17 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { z } from 'zod';
+import { en } from 'zod/locales';
+import { type $ZodType, type output, safeParse } from 'zod/v4/core';
 import { answersEarly } from './early-response.js';
 import { BodyEncodingError, charsetOf, header, rawBody } from './headers.js';
 import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem.js';
+
+/**
+ * English messages for whatever a schema leaves to zod (an unknown key, a body that is not an object). Passed to
+ * each parse rather than configured globally: `zod/mini` loads no locale (that is part of why it is small), and the
+ * messages a client reads should not depend on whether something else happened to load classic zod first.
+ */
+const MESSAGES = en().localeError;
 
 /** The context a handler sees after {@link validateJsonBody}: the parsed, typed body. */
 export type WithBody<T> = { body: T };
@@ -11,11 +19,12 @@ export type WithBody<T> = { body: T };
 /**
  * Parses and validates a JSON body before anything else touches the request, so an invalid body is a 400 listing
  * every problem and never reaches the idempotency store (the key stays free for the corrected request).
- * The raw `event.body` is left as sent: the fingerprint is computed from it.
+ * The raw `event.body` is left as sent: the fingerprint is computed from it. Takes any zod 4 schema, classic or
+ * `zod/mini`: it parses through zod's core, so a function bundles only the schema flavour it uses.
  */
-export function validateJsonBody<S extends z.ZodType>(
+export function validateJsonBody<S extends $ZodType>(
   schema: S,
-): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithBody<z.infer<S>>> {
+): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithBody<output<S>>> {
   return {
     before: answersEarly(async function validateJsonBodyBefore(request) {
       const contentType = header(request.event.headers, 'content-type');
@@ -44,7 +53,7 @@ export function validateJsonBody<S extends z.ZodType>(
         }
         return invalid('The body is not valid JSON.', [{ path: '', message: 'expected a JSON document' }]);
       }
-      const result = schema.safeParse(parsed);
+      const result = safeParse(schema, parsed, { error: MESSAGES });
       if (!result.success) {
         return invalid(
           'The body does not match the schema.',

@@ -1,5 +1,5 @@
 import { BodyError, ProblemDetails, ProblemType } from 'keystone-idempotency/http';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 /** The payments API's own problem types, from the one list of them (`ProblemType`). */
 export const PaymentProblemType = {
@@ -15,9 +15,9 @@ export const PaymentProblemType = {
 } as const;
 
 /** The `card-declined` problem carries the processor's decline code, for the client to show or switch on. */
-export const CardDeclinedProblem = ProblemDetails.extend({ decline_code: z.string().min(1) });
+export const CardDeclinedProblem = z.extend(ProblemDetails, { decline_code: z.string().check(z.minLength(1)) });
 export type CardDeclinedProblem = z.infer<typeof CardDeclinedProblem>;
 
 /** The `payment-rejected` problem lists the fields the processor refused, like `invalid-body` does ours. */
-export const PaymentRejectedProblem = ProblemDetails.extend({ errors: z.array(BodyError).min(1) });
+export const PaymentRejectedProblem = z.extend(ProblemDetails, { errors: z.array(BodyError).check(z.minLength(1)) });
 export type PaymentRejectedProblem = z.infer<typeof PaymentRejectedProblem>;

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 /**
  * Largest single payment, in minor units: 999,999.99 in a two-decimal currency. It is the processor's own limit
@@ -12,21 +12,35 @@ const CURRENCIES = new Set(Intl.supportedValuesOf('currency').map((code) => code
 
 const CURRENCY_MESSAGE = 'currency must be a lower-case ISO 4217 code such as usd';
 
-/** POST /payments body. Unknown fields are an error, not silently dropped: a typo must not become a payment. */
+/**
+ * POST /payments body. Unknown fields are an error, not silently dropped: a typo must not become a payment.
+ *
+ * Written with `zod/mini`, zod's tree-shakable form (checks are functions passed to `.check()`, not methods): a
+ * function bundles only the checks it uses, where `import { z } from 'zod'` brought all of zod (about 444 KB minified,
+ * half of the payments function). Same core, same parsing, same JSON Schema: every check carries its own message.
+ */
 export const PaymentRequest = z.strictObject({
   amount: z
     .number({ error: 'amount must be a number' })
-    .int('amount must be an integer number of minor units (cents)')
-    .positive('amount must be positive')
-    .max(MAX_AMOUNT, `amount must be at most ${MAX_AMOUNT}`),
-  currency: z
-    .string({ error: 'currency must be a string' })
+    .check(
+      z.int('amount must be an integer number of minor units (cents)'),
+      z.positive('amount must be positive'),
+      z.maximum(MAX_AMOUNT, `amount must be at most ${MAX_AMOUNT}`),
+    ),
+  currency: z.string({ error: 'currency must be a string' }).check(
     // The pattern is the part a JSON Schema (the OpenAPI document, the API Gateway model) can state; the ICU lookup
     // is not. One message either way, and `abort` stops at the first: a client gets one clear error per field.
-    .regex(/^[a-z]{3}$/, { error: CURRENCY_MESSAGE, abort: true })
-    .refine((code) => CURRENCIES.has(code), CURRENCY_MESSAGE),
-  source: z.string({ error: 'source must be a string' }).min(1, 'source is required').max(255),
-  description: z.string({ error: 'description must be a string' }).max(1000).optional(),
+    z.regex(/^[a-z]{3}$/, { error: CURRENCY_MESSAGE, abort: true }),
+    z.refine((code: string) => CURRENCIES.has(code), CURRENCY_MESSAGE),
+  ),
+  source: z
+    .string({ error: 'source must be a string' })
+    .check(z.minLength(1, 'source is required'), z.maxLength(255, 'source must be at most 255 characters')),
+  description: z.optional(
+    z
+      .string({ error: 'description must be a string' })
+      .check(z.maxLength(1000, 'description must be at most 1000 characters')),
+  ),
 });
 export type PaymentRequest = z.infer<typeof PaymentRequest>;
 
@@ -36,15 +50,15 @@ export type PaymentRequest = z.infer<typeof PaymentRequest>;
  * documented are one definition. Strict: a field added to the row must be added here before it can be sent.
  */
 export const Payment = z.strictObject({
-  id: z.string().regex(/^pay_[0-9a-f]{24}$/),
+  id: z.string().check(z.regex(/^pay_[0-9a-f]{24}$/)),
   amount: PaymentRequest.shape.amount,
   currency: PaymentRequest.shape.currency,
   source: PaymentRequest.shape.source,
-  description: z.string().nullable(),
+  description: z.nullable(z.string()),
   /** `succeeded` once charged; `settled` once the processor's webhook for the charge has been processed. */
   status: z.enum(['succeeded', 'settled']),
-  charge_id: z.string().min(1),
+  charge_id: z.string().check(z.minLength(1)),
   created_at: z.iso.datetime(),
-  settled_at: z.iso.datetime().nullable(),
+  settled_at: z.nullable(z.iso.datetime()),
 });
 export type Payment = z.infer<typeof Payment>;

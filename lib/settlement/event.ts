@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 /**
  * The processor's `charge.succeeded` webhook event, as much of it as we rely on. Unknown fields are allowed here,
@@ -8,25 +8,28 @@ import { z } from 'zod';
  * The charge is declared in full, with the reference our handler put in its metadata, because settlement may have
  * to record the payment from the charge alone when the client that made it never came back.
  */
+const nonEmpty = () => z.string().check(z.minLength(1));
+const count = () => z.number().check(z.int(), z.nonnegative());
+
 export const ChargeSucceededEvent = z.object({
-  id: z.string().regex(/^evt_[A-Za-z0-9_]+$/, 'id must be an event id (evt_...)'),
+  id: z.string().check(z.regex(/^evt_[A-Za-z0-9_]+$/, 'id must be an event id (evt_...)')),
   type: z.literal('charge.succeeded'),
-  created: z.number().int().nonnegative(),
+  created: count(),
   data: z.object({
     object: z.object({
-      id: z.string().min(1),
-      amount: z.number().int().positive(),
-      currency: z.string().min(3),
-      source: z.string().min(1),
-      description: z.string().nullable().optional(),
-      status: z.string().min(1),
-      created: z.number().int().nonnegative(),
+      id: nonEmpty(),
+      amount: z.number().check(z.int(), z.positive()),
+      currency: z.string().check(z.minLength(3)),
+      source: nonEmpty(),
+      description: z.optional(z.nullable(z.string())),
+      status: nonEmpty(),
+      created: count(),
       metadata: z.object({
-        payment_id: z.string().min(1),
-        account_id: z.string().min(1),
+        payment_id: nonEmpty(),
+        account_id: nonEmpty(),
         // Present on every charge this service makes: where the operation's record is, and which generation.
-        operation_key: z.string().min(1).optional(),
-        downstream_key: z.string().min(1).optional(),
+        operation_key: z.optional(nonEmpty()),
+        downstream_key: z.optional(nonEmpty()),
       }),
     }),
   }),

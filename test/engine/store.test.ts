@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { EffectConditionFailedError, LeaseLostError, ResponseTooLargeError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
 import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
 import { localClient, localDocumentClient, testDatabase } from '../support/dynamodb';
+import { type DynamoDbFaultProxy, startDynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
+import { engineRequests } from '../support/engine-requests';
 import { FakeClock } from '../support/fake-clock';
 
 const db = testDatabase();
@@ -347,13 +350,140 @@ describe('commit', () => {
     expect(await db.itemsUnder(key)).toBe(0);
   });
 
-  it('is one TransactWriteItems round trip', async () => {
+  it('is one TransactWriteItems round trip when effects are staged', async () => {
     const s = store();
     const key = newKey();
     const first = await acquire(s, key);
     requests.reset();
     await s.commit(first, created, [paymentRow(key, 'p')]);
     expect(requests.sent).toEqual(['TransactWriteItemsCommand']);
+  });
+});
+
+describe('commit with nothing staged', () => {
+  // The work lives in another system (the common case for an idempotent call to an outside API): the completion is
+  // the only write, and it goes alone, as one conditional UpdateItem.
+  let proxy: DynamoDbFaultProxy;
+  const proxied: DynamoDBClient[] = [];
+  beforeAll(async () => {
+    proxy = await startDynamoDbFaultProxy(process.env.DYNAMODB_ENDPOINT!);
+  });
+  afterAll(async () => {
+    for (const client of proxied) client.destroy();
+    await proxy?.close();
+  });
+
+  /** A store whose requests pass through the fault proxy, with the SDK's default retries unless told otherwise. */
+  function throughProxy(options: { clock?: FakeClock; maxAttempts?: number } = {}): IdempotencyStore {
+    const client = localClient({
+      endpoint: proxy.url,
+      ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
+    });
+    proxied.push(client);
+    return new IdempotencyStore({
+      client: localDocumentClient(client),
+      tableName: db.idempotencyTable,
+      clock: options.clock ?? new FakeClock(),
+      leaseSeconds: 30,
+    });
+  }
+  const outcomes = (key: string) =>
+    proxy.requests(engineRequests(db.idempotencyTable).completion(key)).map((request) => request.outcome);
+
+  it('is one conditional UpdateItem, not a transaction', async () => {
+    const s = store();
+    const key = newKey();
+    const first = await acquire(s, key);
+    requests.reset();
+    await s.commit(first, created);
+    expect(requests.sent).toEqual(['UpdateItemCommand']);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: created });
+  });
+
+  it('completes the record as a transaction would: out of the recovery index, kept a full TTL from the commit', async () => {
+    const clock = new FakeClock(Date.now());
+    const s = store(clock, { ttlSeconds: 3600 });
+    const key = newKey();
+    const claimed = await s.claim(key, 'fp', { recoverable: true });
+    if (claimed.kind !== 'acquired') throw new Error(`expected to acquire, got ${claimed.kind}`);
+    clock.advance(20_000);
+    await s.commit(claimed.lease, created);
+    const { Item } = await doc.send(
+      new GetCommand({ TableName: db.idempotencyTable, Key: { pk: key }, ConsistentRead: true }),
+    );
+    expect(Item).toMatchObject({
+      status: RecordStatus.Completed,
+      leaseToken: claimed.lease.leaseToken,
+      response: created,
+      completedAt: clock.now(),
+      expiresAt: Math.ceil(clock.now() / 1000) + 3600,
+    });
+    expect(Item).not.toHaveProperty('recoverAt');
+    expect(Item).not.toHaveProperty('recoveryShard');
+  });
+
+  it('recognises its own completion when the SDK retries an update whose reply was lost', async () => {
+    const s = throughProxy();
+    const key = newKey();
+    const claimed = await acquire(s, key);
+    const lost = proxy.arm({
+      match: engineRequests(db.idempotencyTable).completion(key),
+      fault: { mode: 'drop-reply' },
+      count: 1,
+    });
+    await s.commit(claimed, created);
+    expect(lost.fired()).toBe(1);
+    // The retry fails its condition against the completion the first attempt wrote, under our lease token.
+    expect(outcomes(key)).toEqual(['dropped', 400]);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: created });
+  });
+
+  it('recognises its own completion when the caller commits again after the SDK gave up', async () => {
+    const s = throughProxy({ maxAttempts: 2 });
+    const key = newKey();
+    const claimed = await acquire(s, key);
+    const lost = proxy.arm({
+      match: engineRequests(db.idempotencyTable).completion(key),
+      fault: { mode: 'drop-reply' },
+      count: 2,
+    });
+    await expect(s.commit(claimed, created)).rejects.toThrow();
+    expect(lost.fired()).toBe(2);
+    await s.commit(claimed, created);
+    expect(outcomes(key)).toEqual(['dropped', 'dropped', 400]);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: created });
+  });
+
+  it('rejects a stale owner, even once the owner that took over has completed the record', async () => {
+    const clock = new FakeClock();
+    const s = store(clock);
+    const key = newKey();
+    const stale = await acquire(s, key);
+    clock.advance(30_001);
+    const current = await acquire(s, key);
+
+    await expect(s.commit(stale, created)).rejects.toBeInstanceOf(LeaseLostError);
+    await s.commit(current, { ...created, body: '{"id":"pay_current"}' });
+    // Completed, but under another lease token: not this owner's completion.
+    const late = await s.commit(stale, created).catch((error: unknown) => error);
+    expect(late).toBeInstanceOf(LeaseLostError);
+    expect((late as LeaseLostError).cause).toMatchObject({ leaseToken: current.leaseToken });
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: { body: '{"id":"pay_current"}' } });
+  });
+
+  it('tries again while a transaction on the record is under way', async () => {
+    const s = throughProxy();
+    const key = newKey();
+    const claimed = await acquire(s, key);
+    const conflict = proxy.arm({
+      match: engineRequests(db.idempotencyTable).completion(key),
+      fault: { mode: 'error', error: 'TransactionConflictException' },
+      count: 2,
+    });
+    await s.commit(claimed, created);
+    expect(conflict.fired()).toBe(2);
+    expect(outcomes(key)).toEqual([400, 400, 200]);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: created });
   });
 });
 

@@ -20,7 +20,9 @@ export type DynamoDbTarget = (typeof DynamoDbTarget)[keyof typeof DynamoDbTarget
 
 /**
  * Errors DynamoDB answers with, as it answers them: the status and the message a real table sends. The AWS SDK
- * retries all three (a 500 as transient, the other two as throttling, with a longer backoff).
+ * retries the first three (a 500 as transient, the other two as throttling, with a longer backoff). It does not
+ * retry a TransactionConflictException: real DynamoDB refuses a single-item write to an item that a transaction is
+ * writing (DynamoDB Local serializes transactions and never does), and the caller decides what to do about it.
  */
 export const DynamoDbError = {
   InternalServerError: { status: 500, message: 'Internal server error' },
@@ -31,6 +33,7 @@ export const DynamoDbError = {
       'The level of configured provisioned throughput for the table was exceeded. ' +
       'Consider increasing your provisioning level with the UpdateTable API.',
   },
+  TransactionConflictException: { status: 400, message: 'Transaction is ongoing for the item' },
 } as const;
 export type DynamoDbErrorName = keyof typeof DynamoDbError;
 

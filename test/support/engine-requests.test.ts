@@ -60,6 +60,19 @@ describe('engineRequests', () => {
     expect(stepsSeen(key)).toEqual([['claim'], ['release'], ['claim'], ['takeover'], ['commit'], ['read']]);
   });
 
+  it('tells a commit with nothing staged, one update to COMPLETED, from a release and a takeover', async () => {
+    const key = scopedKey({ accountId: 'acct_1', operation: 'POST /payments', key: randomUUID() });
+    const store = throughProxy();
+    const first = await store.claim(key, 'fp');
+    if (first.kind !== 'acquired') throw new Error(`expected to acquire, got ${first.kind}`);
+    await store.release(first.lease);
+    const second = await store.claim(key, 'fp');
+    if (second.kind !== 'acquired') throw new Error(`expected to take over, got ${second.kind}`);
+    await store.commit(second.lease, created);
+
+    expect(stepsSeen(key)).toEqual([['claim'], ['release'], ['claim'], ['takeover'], ['completion']]);
+  });
+
   it('tells the takeover of an expired lease from a release', async () => {
     const key = scopedKey({ accountId: 'acct_1', operation: 'POST /payments', key: randomUUID() });
     const clock = new FakeClock();

@@ -34,7 +34,10 @@ export function engineRequests(tableName: string) {
       target: DynamoDbTarget.UpdateItem,
       when: (body) => onTable(body) && keyOf(body) === key && statusSetBy(body) === RecordStatus.Released,
     }),
-    /** A commit: a transaction with an action on this record (the completion, beside the caller's effects). */
+    /**
+     * A commit with effects: a transaction with an action on this record (the completion, beside the caller's
+     * effects).
+     */
     commit: (key: string): RequestMatcher => ({
       name: `commit of ${key}`,
       target: DynamoDbTarget.TransactWriteItems,
@@ -46,6 +49,12 @@ export function engineRequests(tableName: string) {
             return a.TableName === tableName && itemKey === key;
           }),
         ),
+    }),
+    /** A commit with nothing staged: the completion alone, an update that sets the record to COMPLETED. */
+    completion: (key: string): RequestMatcher => ({
+      name: `completion of ${key}`,
+      target: DynamoDbTarget.UpdateItem,
+      when: (body) => onTable(body) && keyOf(body) === key && statusSetBy(body) === RecordStatus.Completed,
     }),
     /** A strongly consistent read of the record (polling, or checking a commit whose reply was lost). */
     read: (key: string): RequestMatcher => ({
