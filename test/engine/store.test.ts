@@ -467,7 +467,7 @@ describe('commit with nothing staged', () => {
     // Completed, but under another lease token: not this owner's completion.
     const late = await s.commit(stale, created).catch((error: unknown) => error);
     expect(late).toBeInstanceOf(LeaseLostError);
-    expect((late as LeaseLostError).cause).toMatchObject({ leaseToken: current.leaseToken });
+    expect((late as LeaseLostError).record).toMatchObject({ leaseToken: current.leaseToken });
     expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: { body: '{"id":"pay_current"}' } });
   });
 
