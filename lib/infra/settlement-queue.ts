@@ -2,13 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { EnvironmentConfig } from './environments';
-import { settlementVisibilityTimeoutSeconds } from './timing';
-
-/**
- * Receives before a settlement moves to the dead-letter queue. Each failed batch item (reported through
- * ReportBatchItemFailures) counts one; five survives a downstream blip of several visibility timeouts.
- */
-export const SETTLEMENT_MAX_RECEIVE_COUNT = 5;
+import { SETTLEMENT_MAX_RECEIVE_COUNT, settlementVisibilityTimeoutSeconds } from './timing';
 
 /**
  * The settlement queue, fed by the webhook receiver and drained by the settlement consumer, and its dead-letter

@@ -1,13 +1,18 @@
 import { type TimedFunction, type Timings, timingViolations as violationsOf } from '../timing/timing';
 import type { EnvironmentConfig } from './environments';
 import type { FunctionSpec } from './functions';
-import { SETTLEMENT_MAX_RECEIVE_COUNT } from './settlement-queue';
 
 /**
  * SQS visibility timeout as a multiple of the consumer's timeout. AWS recommends at least 6x for an SQS event
  * source: the poller may retry a throttled invocation, and the message must stay hidden meanwhile.
  */
 export const VISIBILITY_TIMEOUT_FACTOR = 6;
+
+/**
+ * Receives before a settlement moves to the dead-letter queue. Each failed batch item (reported through
+ * ReportBatchItemFailures) counts one; five survives a downstream blip of several visibility timeouts.
+ */
+export const SETTLEMENT_MAX_RECEIVE_COUNT = 5;
 
 /** A function's timeout in this environment, chosen by what invokes it. */
 export function functionTimeoutSeconds(spec: FunctionSpec, config: EnvironmentConfig): number {
