@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyResult } from 'aws-lambda';
+import type { EffectItem } from '../lib/dynamodb/store';
 import type { StoredResponse } from '../lib/engine/record';
-import type { EffectItem } from '../lib/engine/store';
 import { paymentIdFor } from '../lib/payments/payment';
 import type { Payment } from '../lib/payments/schema';
 import type { PaymentsStore } from '../lib/payments/store';

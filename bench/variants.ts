@@ -8,9 +8,9 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand, type PutCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
+import { DynamoDbStore } from '../lib/dynamodb/store';
 import { fingerprint } from '../lib/engine/fingerprint';
 import { scopedKey } from '../lib/engine/key';
-import { IdempotencyStore } from '../lib/engine/store';
 import { PaymentsStore } from '../lib/payments/store';
 import { idempotencyTable, paymentsTable } from '../lib/tables/definitions';
 import { ensureTable } from '../lib/tables/ensure';
@@ -217,7 +217,7 @@ async function ours(
   mode: 'external' | 'local',
 ): Promise<Behaviour> {
   await ensureTable(client, idempotencyTable, tables.idempotency);
-  const store = new IdempotencyStore({
+  const store = new DynamoDbStore({
     client: documentClient,
     tableName: tables.idempotency,
     leaseSeconds: HOLD_SECONDS,

@@ -1,6 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import { systemClock } from 'keystone-idempotency/engine';
 import {
   httpIdempotency,
@@ -24,7 +25,7 @@ const metrics = serviceMetrics(MetricService.payments);
 const deps = { processor: processorClient(), payments: paymentsStore(), clock: systemClock };
 const store = idempotencyStore();
 
-type PaymentContext = Context & WithIdempotency & WithBody<PaymentRequest>;
+type PaymentContext = Context & WithIdempotency<EffectItem> & WithBody<PaymentRequest>;
 
 async function createPaymentHandler(
   event: APIGatewayProxyEvent,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DescribeTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
-import { RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from '../lib/engine/layout';
+import { RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from '../lib/dynamodb/layout';
 import { idempotencyTable, paymentsTable } from '../lib/tables/definitions';
 import { ensureTable } from '../lib/tables/ensure';
 import { createTestTable, localClient } from './support/dynamodb';

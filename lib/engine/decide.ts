@@ -1,5 +1,5 @@
 import { IdempotencyError } from './errors.js';
-import { type IdempotencyRecord, RecordStatus, type StoredResponse } from './record.js';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
 
 /**
  * What to do about a request, given the record found under its key. Pure: the same inputs, the same answer.
@@ -46,4 +46,26 @@ export function decide(record: IdempotencyRecord | undefined, fingerprint: strin
       return { kind: 'in_flight', retryAfterMs: Math.min(remaining, SUGGESTED_RETRY_AFTER_MS), record };
     }
   }
+}
+
+/** The lease an owner holds on the record it just wrote (a fresh claim, or a takeover when `takeover`). */
+export function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
+  return {
+    key: record.key,
+    leaseToken: record.leaseToken,
+    leaseExpiresAt: record.leaseExpiresAt,
+    downstreamKey: record.downstreamKey,
+    fingerprint: record.fingerprint,
+    attempt: record.attempt,
+    takeover,
+    recoverable: record.recoverAt !== undefined,
+  };
+}
+
+/**
+ * The record is completed under this lease: this owner's own commit landed (its reply may have been lost). No other
+ * owner ever holds the same lease token, so a commit sent again recognises its own success by it.
+ */
+export function isOwnCompletion(record: IdempotencyRecord | undefined, lease: Lease): boolean {
+  return record?.status === RecordStatus.Completed && record.leaseToken === lease.leaseToken;
 }

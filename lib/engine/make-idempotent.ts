@@ -1,12 +1,12 @@
+import type { IdempotencyStore } from './contract.js';
 import { ConfigurationError, InvalidKeyError, KeyReusedError, OperationInFlightError } from './errors.js';
 import { fingerprint } from './fingerprint.js';
 import { MAX_KEY_LENGTH, scopedKey } from './key.js';
 import type { IdempotencyHandle } from './operation.js';
 import { type OperationIdentity, runIdempotently } from './run.js';
-import type { IdempotencyStore } from './store.js';
 
-export interface MakeIdempotentOptions<TInput> {
-  readonly store: IdempotencyStore;
+export interface MakeIdempotentOptions<TInput, TEffect> {
+  readonly store: IdempotencyStore<TEffect>;
   /** The operation, e.g. `book-shipment`: keys are scoped to it, so two functions never share a key by accident. */
   readonly name: string;
   /**
@@ -63,9 +63,9 @@ export interface MakeIdempotentOptions<TInput> {
  *   { store, name: 'book-shipment', key: (event) => event.detail.orderId },
  * );
  */
-export function makeIdempotent<TInput, TResult, TRest extends unknown[] = []>(
-  fn: (input: TInput, idempotency: IdempotencyHandle, ...rest: TRest) => Promise<TResult>,
-  options: MakeIdempotentOptions<TInput>,
+export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[] = []>(
+  fn: (input: TInput, idempotency: IdempotencyHandle<TEffect>, ...rest: TRest) => Promise<TResult>,
+  options: MakeIdempotentOptions<TInput, TEffect>,
 ): (input: TInput, ...rest: TRest) => Promise<TResult> {
   if (!options.name) throw new ConfigurationError('an idempotent function needs a name: its keys are scoped to it');
   if (options.waitMs !== undefined && !(options.waitMs >= 0)) {
@@ -75,7 +75,7 @@ export function makeIdempotent<TInput, TResult, TRest extends unknown[] = []>(
   const claim = { waitMs: options.waitMs ?? 0, recoverable: options.recoverable ?? false };
 
   return async function idempotent(input: TInput, ...rest: TRest): Promise<TResult> {
-    const outcome = await runIdempotently<TResult>(
+    const outcome = await runIdempotently<TResult, TEffect>(
       store,
       identityOf(input, options),
       (handle) => fn(input, handle, ...rest),
@@ -96,7 +96,10 @@ export function makeIdempotent<TInput, TResult, TRest extends unknown[] = []>(
     }
   };
 
-  function identityOf(input: TInput, { key, scope, fingerprint: fingerprinted }: MakeIdempotentOptions<TInput>) {
+  function identityOf(
+    input: TInput,
+    { key, scope, fingerprint: fingerprinted }: MakeIdempotentOptions<TInput, TEffect>,
+  ) {
     const own = key(input);
     if (typeof own !== 'string' || own.length === 0) {
       throw new InvalidKeyError(`${name}: the key taken from the input is empty`, 'empty');

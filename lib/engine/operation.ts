@@ -1,12 +1,12 @@
+import type { IdempotencyStore } from './contract.js';
 import { StagingClosedError, TooManyEffectsError } from './errors.js';
 import type { Lease, StoredResponse } from './record.js';
-import type { EffectItem, IdempotencyStore } from './store.js';
 
 /**
  * What the work sees of the operation it runs under, whichever adapter runs it: the HTTP middleware
  * (`context.idempotency`), the SQS adapter (the record context) and {@link makeIdempotent} (its second argument).
  */
-export interface IdempotencyHandle {
+export interface IdempotencyHandle<TEffect> {
   /**
    * The operation's stored (scoped) key: a reference to hand an outside system along with the effect, so that a
    * witness of the effect (a webhook) can find the operation again without a scan.
@@ -21,16 +21,13 @@ export interface IdempotencyHandle {
   /** 1 for the first owner of this operation; +1 for each attempt that took it over (after a release or a crash). */
   readonly attempt: number;
   /**
-   * Adds DynamoDB writes to the commit: they are written in one transaction with the key's completion, so they
-   * happen exactly once, and not at all if the work fails or this owner's lease was taken over. At most
-   * {@link MAX_STAGED_EFFECTS} items per operation ({@link TooManyEffectsError}); staging after the work returned
-   * throws {@link StagingClosedError}.
+   * Adds writes to the commit, in the store's own terms (a DynamoDB transaction item; SQL run in the commit's
+   * transaction on PostgreSQL): they are written in one transaction with the key's completion, so they happen exactly
+   * once, and not at all if the work fails or this owner's lease was taken over. At most the store's `maxEffects`
+   * per operation ({@link TooManyEffectsError}); staging after the work returned throws {@link StagingClosedError}.
    */
-  stage(...items: EffectItem[]): void;
+  stage(...effects: TEffect[]): void;
 }
-
-/** TransactWriteItems takes 100 actions; the key's completion is one of them. */
-export const MAX_STAGED_EFFECTS = 99;
 
 /**
  * One claimed operation, from its claim to the end of its lease: the handle its work sees, the effects staged
@@ -44,21 +41,21 @@ export const MAX_STAGED_EFFECTS = 99;
  *           staging closes when either begins: a late stage() throws instead of being lost
  * ```
  */
-export class ClaimedOperation {
+export class ClaimedOperation<TEffect> {
   /** The handle to give the work. It holds no way to commit or release: that stays with the adapter. */
-  readonly handle: IdempotencyHandle;
-  private readonly staged: EffectItem[] = [];
+  readonly handle: IdempotencyHandle<TEffect>;
+  private readonly staged: TEffect[] = [];
   private open = true;
 
   constructor(
-    private readonly store: IdempotencyStore,
+    private readonly store: IdempotencyStore<TEffect>,
     readonly lease: Lease,
   ) {
     this.handle = Object.freeze({
       key: lease.key,
       downstreamKey: lease.downstreamKey,
       attempt: lease.attempt,
-      stage: (...items: EffectItem[]) => this.stage(items),
+      stage: (...effects: TEffect[]) => this.stage(effects),
     });
   }
 
@@ -66,7 +63,7 @@ export class ClaimedOperation {
    * Ends staging (the work has returned or failed) and hands back what was staged. Idempotent: commit and release
    * call it too, so an adapter that closes first (to build its response) loses nothing.
    */
-  close(): readonly EffectItem[] {
+  close(): readonly TEffect[] {
     this.open = false;
     return this.staged;
   }
@@ -89,10 +86,11 @@ export class ClaimedOperation {
     return this.store.release(this.lease);
   }
 
-  private stage(items: readonly EffectItem[]): void {
+  private stage(effects: readonly TEffect[]): void {
     // A write staged after the commit was built would be silently lost: refuse it loudly instead.
     if (!this.open) throw new StagingClosedError(this.lease.key);
-    if (this.staged.length + items.length > MAX_STAGED_EFFECTS) throw new TooManyEffectsError(MAX_STAGED_EFFECTS);
-    this.staged.push(...items);
+    const limit = this.store.maxEffects;
+    if (this.staged.length + effects.length > limit) throw new TooManyEffectsError(limit);
+    this.staged.push(...effects);
   }
 }

@@ -1,6 +1,6 @@
+import type { IdempotencyStore } from './contract.js';
 import { EffectConditionFailedError, LeaseLostError } from './errors.js';
 import type { Lease, StoredResponse } from './record.js';
-import type { EffectItem, IdempotencyStore } from './store.js';
 
 /**
  * What recovery decided about one unfinished operation, having asked the outside system under its downstream key.
@@ -10,13 +10,13 @@ import type { EffectItem, IdempotencyStore } from './store.js';
  *   request still takes it over under the same downstream key).
  * - `retry`: the outside system could not say (down, or the request still running there); try again next run.
  */
-export type RecoveryVerdict =
-  | { readonly kind: 'complete'; readonly response: StoredResponse; readonly effects?: readonly EffectItem[] }
+export type RecoveryVerdict<TEffect> =
+  | { readonly kind: 'complete'; readonly response: StoredResponse; readonly effects?: readonly TEffect[] }
   | { readonly kind: 'abandon' }
   | { readonly kind: 'retry'; readonly reason: string };
 
 /** Asks the outside system what became of one operation. Must not repeat the effect: it only looks. */
-export type RecoveryResolver = (lease: Lease) => Promise<RecoveryVerdict>;
+export type RecoveryResolver<TEffect> = (lease: Lease) => Promise<RecoveryVerdict<TEffect>>;
 
 /** What one recovery run did; `due` is how many operations the index offered. */
 export interface RecoveryReport {
@@ -57,9 +57,9 @@ export interface RecoverDueOptions {
  * a webhook doing the same work can never make it write twice: whoever loses the takeover skips, and an owner that
  * lost its lease writes nothing.
  */
-export async function recoverDue(
-  store: IdempotencyStore,
-  resolve: RecoveryResolver,
+export async function recoverDue<TEffect>(
+  store: IdempotencyStore<TEffect>,
+  resolve: RecoveryResolver<TEffect>,
   options: RecoverDueOptions = {},
 ): Promise<RecoveryReport> {
   const due = await store.findDue({ limit: options.limit ?? 100 });
@@ -83,11 +83,15 @@ export async function recoverDue(
 
 type OneOutcome = 'completed' | 'abandoned' | 'retried' | 'skipped' | 'failed';
 
-async function recoverOne(store: IdempotencyStore, key: string, resolve: RecoveryResolver): Promise<OneOutcome> {
+async function recoverOne<TEffect>(
+  store: IdempotencyStore<TEffect>,
+  key: string,
+  resolve: RecoveryResolver<TEffect>,
+): Promise<OneOutcome> {
   const resumed = await store.resume(key);
   if (resumed.kind !== 'acquired') return 'skipped';
   const { lease } = resumed;
-  let verdict: RecoveryVerdict;
+  let verdict: RecoveryVerdict<TEffect>;
   try {
     verdict = await resolve(lease);
   } catch (error) {

@@ -1,8 +1,8 @@
+import type { ClaimOptions, IdempotencyStore } from './contract.js';
 import { LeaseLostError } from './errors.js';
 import { ClaimedOperation, type IdempotencyHandle } from './operation.js';
 import type { IdempotencyRecord, Lease, StoredResponse } from './record.js';
 import { resultOf, storedResult } from './result.js';
-import type { ClaimOptions, IdempotencyStore } from './store.js';
 
 /** What an operation is known by: its stored (scoped) key, and the fingerprint that says "the same input". */
 export interface OperationIdentity {
@@ -11,7 +11,7 @@ export interface OperationIdentity {
 }
 
 /** The work of one operation. What it returns is stored as JSON and handed back on replays. */
-export type OperationWork<TResult> = (handle: IdempotencyHandle, lease: Lease) => Promise<TResult>;
+export type OperationWork<TResult, TEffect> = (handle: IdempotencyHandle<TEffect>, lease: Lease) => Promise<TResult>;
 
 /**
  * What became of one run. Expected cases are values; only the unexpected (the store unreachable) throws.
@@ -56,10 +56,10 @@ export type RunOutcome<TResult> =
  *   return { shipmentId: shipment.id };
  * });
  */
-export async function runIdempotently<TResult>(
-  store: IdempotencyStore,
+export async function runIdempotently<TResult, TEffect>(
+  store: IdempotencyStore<TEffect>,
   identity: OperationIdentity,
-  work: OperationWork<TResult>,
+  work: OperationWork<TResult, TEffect>,
   options: ClaimOptions = {},
 ): Promise<RunOutcome<TResult>> {
   const { key } = identity;
@@ -98,8 +98,8 @@ export async function runIdempotently<TResult>(
  * Release is conditioned on still owning an in-progress record, so after a commit whose reply was lost (but which
  * did commit) it changes nothing.
  */
-async function failed(
-  operation: ClaimedOperation,
+async function failed<TEffect>(
+  operation: ClaimedOperation<TEffect>,
   error: unknown,
 ): Promise<Extract<RunOutcome<never>, { kind: 'failed' }>> {
   let released = false;

@@ -1,12 +1,12 @@
 import { IDEMPOTENCY_KEY } from '@aws-lambda-powertools/commons';
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { IdempotencyStore } from '../engine/contract.js';
 import { InvalidKeyError, LeaseLostError } from '../engine/errors.js';
 import { fingerprint } from '../engine/fingerprint.js';
 import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
 import { ClaimedOperation, type IdempotencyHandle } from '../engine/operation.js';
 import type { StoredResponse } from '../engine/record.js';
-import type { IdempotencyStore } from '../engine/store.js';
 import { accountIdOf } from './account.js';
 import { answersEarly } from './early-response.js';
 import { BodyEncodingError, header, rawBody } from './headers.js';
@@ -14,10 +14,10 @@ import { IdempotencyMetric } from './metrics.js';
 import { ProblemType, problemResponse } from './problem.js';
 
 /** The context a handler sees under {@link httpIdempotency}: the operation's handle (defined by the engine). */
-export type WithIdempotency = { idempotency: IdempotencyHandle };
+export type WithIdempotency<TEffect> = { idempotency: IdempotencyHandle<TEffect> };
 
-export interface HttpIdempotencyOptions {
-  readonly store: IdempotencyStore;
+export interface HttpIdempotencyOptions<TEffect> {
+  readonly store: IdempotencyStore<TEffect>;
   /** The tenant, from the authorizer. Default: {@link accountIdOf} (`requestContext.authorizer.accountId`). */
   readonly accountId?: (event: APIGatewayProxyEvent) => string | undefined;
   /** The operation the key belongs to. Default: `POST /payments` from the method and resource template. */
@@ -82,9 +82,9 @@ export function defaultIsStorable(statusCode: number): boolean {
  *   .use(validateJsonBody(PaymentRequest))
  *   .use(httpIdempotency({ store }));
  */
-export function httpIdempotency(
-  options: HttpIdempotencyOptions,
-): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency> {
+export function httpIdempotency<TEffect>(
+  options: HttpIdempotencyOptions<TEffect>,
+): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency<TEffect>> {
   const { store } = options;
   const headerName = options.headerName ?? 'Idempotency-Key';
   const keyOf = options.key;
@@ -98,7 +98,7 @@ export function httpIdempotency(
   const logger = options.logger ?? console;
   const count = (name: string) => options.metrics?.addMetric(name, 'Count', 1);
   // One operation per invocation, keyed by the request object: middy reuses nothing across invocations.
-  const operations = new WeakMap<object, ClaimedOperation>();
+  const operations = new WeakMap<object, ClaimedOperation<TEffect>>();
 
   return {
     // A replay, a duplicate in flight, a reused or bad key: answered here, after the cleanups other middlewares
@@ -197,7 +197,7 @@ export function httpIdempotency(
     await releaseQuietly(operation);
   }
 
-  async function releaseQuietly(operation: ClaimedOperation): Promise<void> {
+  async function releaseQuietly(operation: ClaimedOperation<TEffect>): Promise<void> {
     try {
       await operation.release();
       count(IdempotencyMetric.released);

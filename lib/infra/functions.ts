@@ -1,4 +1,4 @@
-import { RECOVERY_INDEX } from 'keystone-idempotency/engine';
+import { RECOVERY_INDEX } from 'keystone-idempotency/dynamodb';
 import {
   IdempotencyMetric,
   METRICS_NAMESPACE_ENV,

@@ -1,7 +1,7 @@
 import { type AttributeValue, ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { EffectItem } from '../engine/store.js';
+import type { EffectItem } from '../dynamodb/store.js';
 import { InvalidNaturalRequestError } from './errors.js';
 import { assertNoKeyAttributes, setClause } from './set-clause.js';
 

@@ -1,5 +1,5 @@
 import { type DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { EffectItem } from '../engine/store.js';
+import type { EffectItem } from '../dynamodb/store.js';
 import { InvalidNaturalRequestError } from './errors.js';
 import { assertNoKeyAttributes, setClause } from './set-clause.js';
 

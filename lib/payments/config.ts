@@ -1,4 +1,5 @@
-import { DEFAULT_LEASE_SECONDS, DEFAULT_TTL_SECONDS, IdempotencyStore } from 'keystone-idempotency/engine';
+import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
+import { DEFAULT_LEASE_SECONDS, DEFAULT_TTL_SECONDS } from 'keystone-idempotency/engine';
 import { documentClient } from '../runtime/clients';
 import { numberEnv, requireEnv } from '../runtime/env';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
@@ -17,8 +18,8 @@ export function apiKeys(env: Env = process.env): ApiKeys {
   return new ApiKeys(documentClient(env), requireEnv(paymentsTable.envVar, env));
 }
 
-export function idempotencyStore(env: Env = process.env): IdempotencyStore {
-  return new IdempotencyStore({
+export function idempotencyStore(env: Env = process.env): DynamoDbStore {
+  return new DynamoDbStore({
     client: documentClient(env),
     tableName: requireEnv(idempotencyTable.envVar, env),
     leaseSeconds: numberEnv('IDEMPOTENCY_LEASE_SECONDS', DEFAULT_LEASE_SECONDS, env),

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
+import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import type { IdempotencyHandle } from 'keystone-idempotency/engine';
 import { problemResponse } from 'keystone-idempotency/http';
 import { chargeReference, paymentCreated, paymentFromCharge } from './payment';
@@ -23,7 +24,7 @@ export interface CreatePaymentDeps {
  */
 export async function createPayment(
   deps: CreatePaymentDeps,
-  input: { accountId: string; body: PaymentRequest; idempotency: IdempotencyHandle },
+  input: { accountId: string; body: PaymentRequest; idempotency: IdempotencyHandle<EffectItem> },
 ): Promise<APIGatewayProxyResult> {
   const { accountId, body, idempotency } = input;
   const reference = chargeReference(accountId, idempotency.key, idempotency.downstreamKey);

@@ -1,6 +1,6 @@
+import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import {
   EffectConditionFailedError,
-  type EffectItem,
   type IdempotencyStore,
   LeaseLostError,
   type RecoverDueOptions,
@@ -30,7 +30,7 @@ import type { PaymentsStore } from './store';
 export { RecoveryMetric } from '../metrics/definitions';
 
 export interface PaymentRecoveryDeps {
-  readonly store: IdempotencyStore;
+  readonly store: IdempotencyStore<EffectItem>;
   readonly payments: PaymentsStore;
 }
 
@@ -105,8 +105,10 @@ export async function completeFromCharge(deps: PaymentRecoveryDeps, charge: Char
  * key? A charge completes the payment; none abandons the operation; no answer (the processor down, or the request
  * still running there) leaves it for the next run.
  */
-export function chargeLookup(deps: PaymentRecoveryDeps & { readonly processor: ProcessorClient }): RecoveryResolver {
-  return async function lookUpCharge(lease): Promise<RecoveryVerdict> {
+export function chargeLookup(
+  deps: PaymentRecoveryDeps & { readonly processor: ProcessorClient },
+): RecoveryResolver<EffectItem> {
+  return async function lookUpCharge(lease): Promise<RecoveryVerdict<EffectItem>> {
     const lookup = await deps.processor.findCharge(lease.downstreamKey);
     switch (lookup.kind) {
       case 'none':

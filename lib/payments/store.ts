@@ -1,6 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { EffectItem } from 'keystone-idempotency/engine';
+import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import { compareAndSetItem } from 'keystone-idempotency/natural';
 import type { Payment } from './schema';
 

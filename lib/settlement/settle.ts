@@ -1,4 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
+import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import type { Clock } from 'keystone-idempotency/engine';
 import { DeadLetterError, RetryLaterError, type SqsRecordContext } from 'keystone-idempotency/sqs';
 import { RecoveryMetric } from '../metrics/definitions';
@@ -52,7 +53,7 @@ export interface SettleSummary {
  * even at once, reach the mailer under one key and send one email.
  */
 export function settleFromEvent(deps: SettleDeps) {
-  return async function settle(record: SQSRecord, context: SqsRecordContext): Promise<SettleSummary> {
+  return async function settle(record: SQSRecord, context: SqsRecordContext<EffectItem>): Promise<SettleSummary> {
     const event = ChargeSucceededEvent.parse(JSON.parse(record.body));
     const charge = event.data.object;
     const { payment_id: paymentId, account_id: accountId } = charge.metadata;

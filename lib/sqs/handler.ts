@@ -7,8 +7,8 @@ import {
 } from '@aws-lambda-powertools/batch';
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { IdempotencyStore } from '../engine/contract.js';
 import { ConfigurationError } from '../engine/errors.js';
-import type { IdempotencyStore } from '../engine/store.js';
 import {
   DeadLetterError,
   RecordFencedError,
@@ -39,8 +39,9 @@ export interface SqsQueueAccess {
   readonly deadLetterUrl?: string;
 }
 
-export interface SqsIdempotentHandlerOptions<TSummary> extends Omit<ProcessRecordOptions<TSummary>, 'lambdaContext'> {
-  readonly store: IdempotencyStore;
+export interface SqsIdempotentHandlerOptions<TSummary, TEffect>
+  extends Omit<ProcessRecordOptions<TSummary, TEffect>, 'lambdaContext'> {
+  readonly store: IdempotencyStore<TEffect>;
   /**
    * What to do with a mismatch (a key that comes back with another body; only with `fingerprintBody`).
    * `fail` (default): the message goes back to the queue and, after maxReceiveCount, to the DLQ, where a person can
@@ -90,7 +91,7 @@ export type SqsIdempotentHandler = (event: SQSEvent, context: Context) => Promis
  * lease run out and takes over, rather than going back to the queue again and spending a receive (maxReceiveCount).
  *
  * @example
- * const store = new IdempotencyStore({ client, tableName: config.idempotencyTable, leaseSeconds: 60 });
+ * const store = new DynamoDbStore({ client, tableName: config.idempotencyTable, leaseSeconds: 60 });
  *
  * export const handler = makeSqsIdempotentHandler({
  *   store,
@@ -105,8 +106,8 @@ export type SqsIdempotentHandler = (event: SQSEvent, context: Context) => Promis
  * });
  * // or, with middy: export const handler = middy(makeSqsIdempotentHandler({ ... })).use(...);
  */
-export function makeSqsIdempotentHandler<TSummary>(
-  options: SqsIdempotentHandlerOptions<TSummary>,
+export function makeSqsIdempotentHandler<TSummary, TEffect>(
+  options: SqsIdempotentHandlerOptions<TSummary, TEffect>,
 ): SqsIdempotentHandler {
   const settings = validated(options);
 
@@ -189,10 +190,12 @@ export function makeSqsIdempotentHandler<TSummary>(
 }
 
 type Defaulted = 'onMismatch' | 'processInParallel' | 'throwOnFullBatchFailure' | 'logger' | 'inFlightWaitMs';
-type Settings<TSummary> = SqsIdempotentHandlerOptions<TSummary> &
-  Required<Pick<SqsIdempotentHandlerOptions<TSummary>, Defaulted>>;
+type Settings<TSummary, TEffect> = SqsIdempotentHandlerOptions<TSummary, TEffect> &
+  Required<Pick<SqsIdempotentHandlerOptions<TSummary, TEffect>, Defaulted>>;
 
-function validated<TSummary>(options: SqsIdempotentHandlerOptions<TSummary>): Settings<TSummary> {
+function validated<TSummary, TEffect>(
+  options: SqsIdempotentHandlerOptions<TSummary, TEffect>,
+): Settings<TSummary, TEffect> {
   if (!options.name) throw new ConfigurationError('an SQS consumer needs a name: its keys are scoped to it');
   if (options.scope !== undefined && options.scope.length === 0) {
     throw new ConfigurationError('scope, when given, must not be empty');
@@ -217,10 +220,10 @@ function boundedWait(waitMs: number, context: Context | undefined): number {
 }
 
 /** Acknowledge (return) or send back to the queue (throw, which is how Powertools' processor fails a record). */
-async function settle<TSummary>(
+async function settle<TSummary, TEffect>(
   outcome: RecordOutcome<TSummary>,
   record: SQSRecord,
-  settings: Settings<TSummary>,
+  settings: Settings<TSummary, TEffect>,
   waiting: Set<string>,
 ): Promise<void> {
   const details = { messageId: record.messageId, key: outcome.key, consumer: settings.name };
@@ -282,10 +285,10 @@ const MAX_VISIBILITY_SECONDS = 12 * 60 * 60;
  * visibility timeout. Returns the seconds set, or undefined when it could not (no queue access, or the call
  * failed): the record then simply returns after the visibility timeout, which is slower but just as safe.
  */
-async function comeBackIn<TSummary>(
+async function comeBackIn<TSummary, TEffect>(
   record: SQSRecord,
   afterMs: number,
-  settings: Settings<TSummary>,
+  settings: Settings<TSummary, TEffect>,
 ): Promise<number | undefined> {
   const { queue } = settings;
   if (!queue) return undefined;
@@ -309,7 +312,10 @@ async function comeBackIn<TSummary>(
 }
 
 /** Sends a copy of the record to the dead-letter queue; true when it is there (the record is then acknowledged). */
-async function moveToDeadLetters<TSummary>(record: SQSRecord, settings: Settings<TSummary>): Promise<boolean> {
+async function moveToDeadLetters<TSummary, TEffect>(
+  record: SQSRecord,
+  settings: Settings<TSummary, TEffect>,
+): Promise<boolean> {
   const deadLetterUrl = settings.queue?.deadLetterUrl;
   if (!settings.queue || !deadLetterUrl) return false;
   try {

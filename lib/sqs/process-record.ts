@@ -1,16 +1,19 @@
 import type { Context, SQSRecord } from 'aws-lambda';
+import type { IdempotencyStore } from '../engine/contract.js';
 import type { LeaseLostError } from '../engine/errors.js';
 import type { IdempotencyRecord } from '../engine/record.js';
 import { runIdempotently } from '../engine/run.js';
-import type { IdempotencyStore } from '../engine/store.js';
 import { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity.js';
 import type { SqsRecordContext } from './record-context.js';
 
 /** The function that does a record's work. What it returns is stored, as JSON, and handed back on replays. */
-export type SqsRecordFunction<TSummary> = (record: SQSRecord, context: SqsRecordContext) => Promise<TSummary>;
+export type SqsRecordFunction<TSummary, TEffect> = (
+  record: SQSRecord,
+  context: SqsRecordContext<TEffect>,
+) => Promise<TSummary>;
 
-export interface ProcessRecordOptions<TSummary> extends RecordIdentityOptions {
-  readonly process: SqsRecordFunction<TSummary>;
+export interface ProcessRecordOptions<TSummary, TEffect> extends RecordIdentityOptions {
+  readonly process: SqsRecordFunction<TSummary, TEffect>;
   /**
    * When another consumer holds the key, wait up to this long for it to finish (and replay its result) before
    * answering `in_flight`. Default 0. Waiting holds up the batch: keep it well inside the function's timeout.
@@ -70,10 +73,10 @@ export type RecordOutcome<TSummary> =
  *
  * @throws {InvalidRecordKeyError} the record has no usable key.
  */
-export async function processRecordIdempotently<TSummary>(
-  store: IdempotencyStore,
+export async function processRecordIdempotently<TSummary, TEffect>(
+  store: IdempotencyStore<TEffect>,
   record: SQSRecord,
-  options: ProcessRecordOptions<TSummary>,
+  options: ProcessRecordOptions<TSummary, TEffect>,
 ): Promise<RecordOutcome<TSummary>> {
   return processIdentifiedRecord(store, record, recordIdentity(record, options), options);
 }
@@ -84,13 +87,13 @@ export async function processRecordIdempotently<TSummary>(
  *
  * @internal the batch handler's; left out of the published declarations (not exported by the package either).
  */
-export async function processIdentifiedRecord<TSummary>(
-  store: IdempotencyStore,
+export async function processIdentifiedRecord<TSummary, TEffect>(
+  store: IdempotencyStore<TEffect>,
   record: SQSRecord,
   identity: RecordIdentity,
-  options: ProcessRecordOptions<TSummary>,
+  options: ProcessRecordOptions<TSummary, TEffect>,
 ): Promise<RecordOutcome<TSummary>> {
-  const outcome = await runIdempotently<TSummary>(
+  const outcome = await runIdempotently<TSummary, TEffect>(
     store,
     identity,
     (handle, lease) =>

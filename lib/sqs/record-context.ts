@@ -6,7 +6,7 @@ import type { Lease } from '../engine/record.js';
  * What the record function sees besides the record: the operation's handle (the engine's, as every adapter gives
  * it: `key`, `downstreamKey`, `attempt`, `stage(...items)`), and the delivery it runs for.
  */
-export interface SqsRecordContext extends IdempotencyHandle {
+export interface SqsRecordContext<TEffect> extends IdempotencyHandle<TEffect> {
   readonly record: SQSRecord;
   /** SQS's ApproximateReceiveCount for this delivery. */
   readonly receiveCount: number;

@@ -1,4 +1,4 @@
-import { KEY_ATTRIBUTE, RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from 'keystone-idempotency/engine';
+import { KEY_ATTRIBUTE, RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from 'keystone-idempotency/dynamodb';
 
 /**
  * The tables, described once. The CDK stack builds them from these definitions and the local stack and tests create

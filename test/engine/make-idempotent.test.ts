@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, EventBridgeEvent, Handler } from 'aws-lambda';
+import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
 import {
   InvalidKeyError,
   KeyReusedError,
@@ -10,7 +11,6 @@ import {
 import { type MakeIdempotentOptions, makeIdempotent } from '../../lib/engine/make-idempotent';
 import type { IdempotencyHandle } from '../../lib/engine/operation';
 import { RecordStatus } from '../../lib/engine/record';
-import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
 import { lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
@@ -18,7 +18,7 @@ import { FakeClock } from '../support/fake-clock';
 const db = testDatabase();
 
 const store = (clock?: FakeClock) =>
-  new IdempotencyStore({ client: db.doc, tableName: db.idempotencyTable, leaseSeconds: 30, clock });
+  new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable, leaseSeconds: 30, clock });
 
 interface Order {
   readonly orderId: string;
@@ -27,7 +27,7 @@ interface Order {
 const order = (amount = 4200): Order => ({ orderId: `ord_${randomUUID()}`, amount });
 
 /** The effect each run stages: one row under the operation's downstream key, the witness for "it happened". */
-const shipmentRow = (handle: IdempotencyHandle, id: string): EffectItem => ({
+const shipmentRow = (handle: IdempotencyHandle<EffectItem>, id: string): EffectItem => ({
   Put: { TableName: db.paymentsTable, Item: { pk: `SHIP#${handle.downstreamKey}`, sk: id } },
 });
 
@@ -38,15 +38,15 @@ interface Booked {
 }
 
 /** A shipment booking whose behaviour a test can steer, counting its runs and the handles they saw. */
-function booking(options: Partial<MakeIdempotentOptions<Order>> = {}) {
-  const runs: IdempotencyHandle[] = [];
-  let behaviour = async (input: Order, handle: IdempotencyHandle): Promise<Booked> => {
+function booking(options: Partial<MakeIdempotentOptions<Order, EffectItem>> = {}) {
+  const runs: IdempotencyHandle<EffectItem>[] = [];
+  let behaviour = async (input: Order, handle: IdempotencyHandle<EffectItem>): Promise<Booked> => {
     const id = `shp_${randomUUID().slice(0, 8)}`;
     handle.stage(shipmentRow(handle, id));
     return { shipmentId: id, amount: input.amount, bookedAt: new Date(0) };
   };
   const book = makeIdempotent(
-    async (input: Order, handle: IdempotencyHandle) => {
+    async (input: Order, handle: IdempotencyHandle<EffectItem>) => {
       runs.push(handle);
       return behaviour(input, handle);
     },
@@ -61,7 +61,7 @@ function booking(options: Partial<MakeIdempotentOptions<Order>> = {}) {
   };
 }
 
-const shipments = (handle: IdempotencyHandle) => db.itemsUnder(`SHIP#${handle.downstreamKey}`);
+const shipments = (handle: IdempotencyHandle<EffectItem>) => db.itemsUnder(`SHIP#${handle.downstreamKey}`);
 
 describe('makeIdempotent', () => {
   it('runs the function once per key, and returns its stored result to every later call', async () => {
@@ -202,7 +202,7 @@ describe('makeIdempotent', () => {
 
   it('refuses an effect staged after the function returned', async () => {
     const { book, runs, set } = booking();
-    let late: IdempotencyHandle | undefined;
+    let late: IdempotencyHandle<EffectItem> | undefined;
     set(async (_input, handle) => {
       late = handle;
       return { shipmentId: 'early' };

@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { DynamoDbStore, type EffectItem, MAX_TRANSACTION_EFFECTS } from '../../lib/dynamodb/store';
 import { StagingClosedError, TooManyEffectsError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
-import { ClaimedOperation, MAX_STAGED_EFFECTS } from '../../lib/engine/operation';
+import { ClaimedOperation } from '../../lib/engine/operation';
 import { RecordStatus } from '../../lib/engine/record';
-import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
 import { testDatabase } from '../support/dynamodb';
 
 const db = testDatabase();
 
-const store = () => new IdempotencyStore({ client: db.doc, tableName: db.idempotencyTable, leaseSeconds: 30 });
+const store = () => new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable, leaseSeconds: 30 });
 const row = (pk: string): EffectItem => ({ Put: { TableName: db.paymentsTable, Item: { pk, sk: randomUUID() } } });
 const stored = { statusCode: 200, body: '{"done":true}', headers: {} };
 
-async function claimed(s: IdempotencyStore): Promise<ClaimedOperation> {
+async function claimed(s: DynamoDbStore): Promise<ClaimedOperation<EffectItem>> {
   const key = scopedKey({ accountId: 'acct_1', operation: 'op', key: randomUUID() });
   const outcome = await s.claim(key, 'fp');
   if (outcome.kind !== 'acquired') throw new Error(`expected to acquire ${key}, got ${outcome.kind}`);
@@ -53,14 +53,14 @@ describe('ClaimedOperation', () => {
     expect(await s.get(operation.lease.key)).toMatchObject({ status: RecordStatus.Released });
   });
 
-  it(`takes up to ${MAX_STAGED_EFFECTS} items, as one transaction holds with the completion, and refuses more`, async () => {
+  it(`takes up to ${MAX_TRANSACTION_EFFECTS} items, as one transaction holds with the completion, and refuses more`, async () => {
     const operation = await claimed(store());
     const pk = operation.lease.downstreamKey;
-    operation.handle.stage(...Array.from({ length: MAX_STAGED_EFFECTS - 1 }, () => row(pk)));
+    operation.handle.stage(...Array.from({ length: MAX_TRANSACTION_EFFECTS - 1 }, () => row(pk)));
     expect(() => operation.handle.stage(row(pk), row(pk))).toThrow(TooManyEffectsError);
     operation.handle.stage(row(pk));
     await operation.commit(stored);
-    expect(await db.itemsUnder(pk)).toBe(MAX_STAGED_EFFECTS);
+    expect(await db.itemsUnder(pk)).toBe(MAX_TRANSACTION_EFFECTS);
   });
 
   it('refuses an item staged once the work has returned, rather than losing it', async () => {

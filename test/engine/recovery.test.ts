@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { RecordAttribute } from '../../lib/dynamodb/layout';
+import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
 import { LeaseLostError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
-import { RecordAttribute } from '../../lib/engine/layout';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
 import { type RecoveryResolver, recoverDue } from '../../lib/engine/recovery';
-import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
 import { idempotencyTable } from '../../lib/tables/definitions';
 import { createTestTable, testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
@@ -21,7 +21,7 @@ const LEASE_MS = 30_000;
 const created: StoredResponse = { statusCode: 201, body: '{"id":"pay_1"}', headers: {} };
 const newKey = () => scopedKey({ accountId: 'acct_r', operation: 'POST /payments', key: randomUUID() });
 const store = (clock: FakeClock, ttlSeconds = 3600) =>
-  new IdempotencyStore({
+  new DynamoDbStore({
     client: db.doc,
     tableName: db.idempotencyTable,
     clock,
@@ -32,13 +32,13 @@ const paymentRow = (pk: string): EffectItem => ({
   Put: { TableName: db.paymentsTable, Item: { pk, sk: 'PAYMENT' }, ConditionExpression: 'attribute_not_exists(pk)' },
 });
 
-async function claimRecoverable(s: IdempotencyStore, key: string): Promise<Lease> {
+async function claimRecoverable(s: DynamoDbStore, key: string): Promise<Lease> {
   const outcome = await s.claim(key, 'fp', { recoverable: true });
   if (outcome.kind !== 'acquired') throw new Error(`expected to acquire ${key}, got ${outcome.kind}`);
   return outcome.lease;
 }
 
-async function dueKeys(s: IdempotencyStore): Promise<string[]> {
+async function dueKeys(s: DynamoDbStore): Promise<string[]> {
   return (await s.findDue({ limit: 1000 })).map((due) => due.key);
 }
 
@@ -48,7 +48,7 @@ async function dueKeys(s: IdempotencyStore): Promise<string[]> {
  * only then asks what is due now: "not due yet" must never pass merely because the index had not caught up.
  */
 async function settledIndex(key: string, inIndex: boolean, tableName = db.idempotencyTable): Promise<void> {
-  const farAhead = new IdempotencyStore({ client: db.doc, tableName, clock: new FakeClock(Date.UTC(2100, 0, 1)) });
+  const farAhead = new DynamoDbStore({ client: db.doc, tableName, clock: new FakeClock(Date.UTC(2100, 0, 1)) });
   const deadline = Date.now() + 5000;
   while ((await dueKeys(farAhead)).includes(key) !== inIndex) {
     if (Date.now() > deadline) throw new Error(`the index never ${inIndex ? 'showed' : 'dropped'} ${key}`);
@@ -232,7 +232,7 @@ describe('recoverDue', () => {
     const tableName = await createTestTable(db.client, idempotencyTable);
     const clock = new FakeClock(Date.now());
     const ttlSeconds = 60;
-    const s = new IdempotencyStore({ client: db.doc, tableName, clock, leaseSeconds: LEASE_MS / 1000, ttlSeconds });
+    const s = new DynamoDbStore({ client: db.doc, tableName, clock, leaseSeconds: LEASE_MS / 1000, ttlSeconds });
     const expired = newKey();
     await claimRecoverable(s, expired);
     // Past its expiry the record is absent to every reader, but only TTL deletion (days, at worst) empties its
@@ -242,7 +242,7 @@ describe('recoverDue', () => {
     await claimRecoverable(s, live);
     for (const key of [expired, live]) await settledIndex(key, true, tableName);
     clock.advance(LEASE_MS);
-    const nothingCharged: RecoveryResolver = async () => ({ kind: 'abandon' });
+    const nothingCharged: RecoveryResolver<EffectItem> = async () => ({ kind: 'abandon' });
     const first = await recoverDue(s, nothingCharged, { limit: 1 });
     const second = await recoverDue(s, nothingCharged, { limit: 1 });
     expect([first, second]).toMatchObject([

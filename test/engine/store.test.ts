@@ -4,7 +4,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { EffectConditionFailedError, LeaseLostError, ResponseTooLargeError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
-import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
+import { type EffectItem, DynamoDbStore } from '../../lib/dynamodb/store';
 import { localClient, localDocumentClient, testDatabase } from '../support/dynamodb';
 import { type DynamoDbFaultProxy, startDynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
 import { engineRequests } from '../support/engine-requests';
@@ -21,7 +21,7 @@ const created: StoredResponse = {
 const newKey = (account = 'acct_1') =>
   scopedKey({ accountId: account, operation: 'POST /payments', key: randomUUID() });
 const store = (clock = new FakeClock(), options: { leaseSeconds?: number; ttlSeconds?: number } = {}) =>
-  new IdempotencyStore({ client: doc, tableName: db.idempotencyTable, clock, leaseSeconds: 30, ...options });
+  new DynamoDbStore({ client: doc, tableName: db.idempotencyTable, clock, leaseSeconds: 30, ...options });
 
 /** One payment row per operation: the witness for "the effect happened once". */
 const paymentRow = (pk: string, id: string): EffectItem => ({
@@ -33,7 +33,7 @@ const paymentRow = (pk: string, id: string): EffectItem => ({
 });
 
 /** Claims a key that the test expects to be free (or takeable): the lease, or a failed test. */
-async function acquire(s: IdempotencyStore, key: string, fp = 'fp'): Promise<Lease> {
+async function acquire(s: DynamoDbStore, key: string, fp = 'fp'): Promise<Lease> {
   const outcome = await s.claim(key, fp);
   if (outcome.kind !== 'acquired') throw new Error(`expected to acquire ${key}, got ${outcome.kind}`);
   return outcome.lease;
@@ -151,7 +151,7 @@ describe('a write whose reply is lost', () => {
 
   it('recognizes its own claim when the SDK retries a put that already landed', async () => {
     const { client: lossy, wasLost } = loseFirstReply('PutItemCommand');
-    const s = new IdempotencyStore({
+    const s = new DynamoDbStore({
       client: localDocumentClient(lossy),
       tableName: db.idempotencyTable,
       leaseSeconds: 30,
@@ -168,7 +168,7 @@ describe('a write whose reply is lost', () => {
     const first = await acquire(store(clock), key);
     clock.advance(30_001);
     const { client: lossy, wasLost } = loseFirstReply('UpdateItemCommand');
-    const s = new IdempotencyStore({
+    const s = new DynamoDbStore({
       client: localDocumentClient(lossy),
       tableName: db.idempotencyTable,
       clock,
@@ -188,7 +188,7 @@ describe('a write whose reply is lost', () => {
     // commit again would get a new one and fail the (already satisfied) condition. The lease token as the token
     // makes the second call a success too.
     const { client: lossy, wasLost } = loseFirstReply('TransactWriteItemsCommand', 1);
-    const s = new IdempotencyStore({
+    const s = new DynamoDbStore({
       client: localDocumentClient(lossy),
       tableName: db.idempotencyTable,
       leaseSeconds: 30,
@@ -374,13 +374,13 @@ describe('commit with nothing staged', () => {
   });
 
   /** A store whose requests pass through the fault proxy, with the SDK's default retries unless told otherwise. */
-  function throughProxy(options: { clock?: FakeClock; maxAttempts?: number } = {}): IdempotencyStore {
+  function throughProxy(options: { clock?: FakeClock; maxAttempts?: number } = {}): DynamoDbStore {
     const client = localClient({
       endpoint: proxy.url,
       ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
     });
     proxied.push(client);
-    return new IdempotencyStore({
+    return new DynamoDbStore({
       client: localDocumentClient(client),
       tableName: db.idempotencyTable,
       clock: options.clock ?? new FakeClock(),

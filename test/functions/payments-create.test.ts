@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { fingerprint, IdempotencyStore, scopedKey } from 'keystone-idempotency/engine';
+import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
+import { fingerprint, scopedKey } from 'keystone-idempotency/engine';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { apiEvent, lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
@@ -89,7 +90,7 @@ describe('the payments function, composed as deployed', () => {
     const key = randomUUID();
     const event = post(key);
     // The original, still running elsewhere: a live claim on the same key and body, as the function makes it.
-    const store = new IdempotencyStore({ client: db.doc, tableName: db.idempotencyTable });
+    const store = new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable });
     const operation = 'POST /payments';
     const claimed = await store.claim(
       scopedKey({ accountId: ACCOUNT, operation, key }),

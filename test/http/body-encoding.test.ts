@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
-import { IdempotencyStore } from '../../lib/engine/store';
+import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
 import { problemErrorHandler } from '../../lib/http/error-handler';
 import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
 import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
@@ -15,7 +15,7 @@ import { testDatabase } from '../support/dynamodb';
  * fingerprint because a decoder turned their differences into U+FFFD.
  */
 const db = testDatabase();
-const store = () => new IdempotencyStore({ client: db.doc, tableName: db.idempotencyTable });
+const store = () => new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable });
 
 type WithNote = Context & WithBody<{ note: string }>;
 const validatedHandler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, WithNote>(async () => ({
@@ -75,14 +75,16 @@ describe('validateJsonBody', () => {
 
 describe('httpIdempotency without body validation', () => {
   it('tells two different non-UTF-8 bodies apart under one key (422), and replays the same bytes', async () => {
-    const claimed = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency>(async () => ({
-      statusCode: 201,
-      body: 'ok',
-    }))
+    const claimed = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency<EffectItem>>(
+      async () => ({
+        statusCode: 201,
+        body: 'ok',
+      }),
+    )
       .use(problemErrorHandler())
       .use(httpIdempotency({ store: store() }));
     const handler = (event: APIGatewayProxyEvent, context: Context) =>
-      claimed(event, context as Context & WithIdempotency);
+      claimed(event, context as Context & WithIdempotency<EffectItem>);
     const key = randomUUID();
     // 0xE9 and 0xE8 are not UTF-8 on their own: decoded leniently, both became U+FFFD, one fingerprint.
     expect((await handler(binaryEvent([0x61, 0xe9], key), lambdaContext())).statusCode).toBe(201);

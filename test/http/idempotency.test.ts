@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
+import { DynamoDbStore, type EffectItem, MAX_TRANSACTION_EFFECTS } from '../../lib/dynamodb/store';
 import { StagingClosedError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
-import { type IdempotencyHandle, MAX_STAGED_EFFECTS } from '../../lib/engine/operation';
+import type { IdempotencyHandle } from '../../lib/engine/operation';
 import { RecordStatus } from '../../lib/engine/record';
-import { IdempotencyStore } from '../../lib/engine/store';
 import { answersEarly } from '../../lib/http/early-response';
 import { problemErrorHandler } from '../../lib/http/error-handler';
 import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
@@ -19,11 +19,11 @@ const db = testDatabase();
 const { doc, requests } = db;
 
 const Body = z.strictObject({ amount: z.number().int().positive(), currency: z.string().length(3) });
-type Ctx = Context & WithIdempotency & WithBody<z.infer<typeof Body>>;
+type Ctx = Context & WithIdempotency<EffectItem> & WithBody<z.infer<typeof Body>>;
 
 /** A payment-like handler whose behaviour each test steers, recording every run and the downstream key it saw. */
 function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: string[] } = {}) {
-  const store = new IdempotencyStore({
+  const store = new DynamoDbStore({
     client: doc,
     tableName: db.idempotencyTable,
     clock: options.clock,
@@ -313,7 +313,7 @@ describe('the handle a handler sees (the engine’s, as in every adapter)', () =
     h.set(async (ctx) => {
       const pk = `TEST#${ctx.idempotency.downstreamKey}`;
       ctx.idempotency.stage(
-        ...Array.from({ length: MAX_STAGED_EFFECTS + 1 }, (_, i) => ({
+        ...Array.from({ length: MAX_TRANSACTION_EFFECTS + 1 }, (_, i) => ({
           Put: { TableName: db.paymentsTable, Item: { pk, sk: String(i) } },
         })),
       );
@@ -328,7 +328,7 @@ describe('the handle a handler sees (the engine’s, as in every adapter)', () =
 
   it('refuses an item staged after the handler returned, instead of losing it', async () => {
     const h = harness();
-    let late: IdempotencyHandle | undefined;
+    let late: IdempotencyHandle<EffectItem> | undefined;
     h.set(async (ctx) => {
       late = ctx.idempotency;
       return { statusCode: 201, body: '{}' };
@@ -341,7 +341,7 @@ describe('the handle a handler sees (the engine’s, as in every adapter)', () =
   });
 
   it('gives the key back when a middleware registered after it answers early (its after never runs)', async () => {
-    const store = new IdempotencyStore({ client: doc, tableName: db.idempotencyTable, leaseSeconds: 30 });
+    const store = new DynamoDbStore({ client: doc, tableName: db.idempotencyTable, leaseSeconds: 30 });
     const metrics: string[] = [];
     const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Ctx>(async () => ({
       statusCode: 201,

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { App, type CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { RECOVERY_INDEX, TTL_ATTRIBUTE } from '../../lib/engine/layout';
+import { RECOVERY_INDEX, TTL_ATTRIBUTE } from '../../lib/dynamodb/layout';
 import { AUTHORIZATION_HEADER_PATTERN } from '../../lib/infra/api';
 import { environments } from '../../lib/infra/environments';
 import { PaymentsStack } from '../../lib/infra/payments-stack';

@@ -33,6 +33,7 @@ const ENTRY_POINTS = [
   'keystone-idempotency/http',
   'keystone-idempotency/sqs',
   'keystone-idempotency/natural',
+  'keystone-idempotency/dynamodb',
   'keystone-idempotency/client',
 ];
 
@@ -131,24 +132,25 @@ async function writeConsumer(): Promise<void> {
 const CONSUMER = `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEvent, SQSRecord } from 'aws-lambda';
-import { IdempotencyStore, type IdempotencyHandle, LeaseLostError, makeIdempotent } from 'keystone-idempotency';
-import { fingerprint, MAX_STAGED_EFFECTS, parseIdempotencyKey } from 'keystone-idempotency/engine';
+import { type IdempotencyHandle, LeaseLostError, makeIdempotent } from 'keystone-idempotency';
+import { DynamoDbStore, type EffectItem, MAX_TRANSACTION_EFFECTS } from 'keystone-idempotency/dynamodb';
+import { fingerprint, parseIdempotencyKey } from 'keystone-idempotency/engine';
 import { accountIdOf, httpIdempotency, IdempotencyMetric, type WithIdempotency } from 'keystone-idempotency/http';
 import { makeSqsIdempotentHandler, type SqsRecordContext } from 'keystone-idempotency/sqs';
 import { compareAndSetItem, putIfAbsent } from 'keystone-idempotency/natural';
 import { PaymentsClient, ProblemType } from 'keystone-idempotency/client';
 
 const client = DynamoDBDocumentClient.from(new DynamoDBClient({}));
-const store = new IdempotencyStore({ client, tableName: 'idempotency' });
+const store = new DynamoDbStore({ client, tableName: 'idempotency' });
 // @ts-expect-error a store needs its table
-new IdempotencyStore({ client });
+new DynamoDbStore({ client });
 
 const key: string = parseIdempotencyKey('order-42');
 const print: string = fingerprint({ operation: 'POST /orders', body: '{}' });
-const limit: 99 = MAX_STAGED_EFFECTS;
+const limit: 99 = MAX_TRANSACTION_EFFECTS;
 
 export const book = makeIdempotent(
-  async (order: { orderId: string }, idempotency: IdempotencyHandle) => ({ by: idempotency.downstreamKey, order }),
+  async (order: { orderId: string }, idempotency: IdempotencyHandle<EffectItem>) => ({ by: idempotency.downstreamKey, order }),
   { store, name: 'book', key: (order) => order.orderId },
 );
 // @ts-expect-error the key is taken from the function's own input type
@@ -157,12 +159,12 @@ makeIdempotent(async (order: { orderId: string }) => order, { store, name: 'book
 export const middleware = httpIdempotency({ store, metrics: { addMetric: () => undefined } });
 export const tenant: string | undefined = accountIdOf({} as APIGatewayProxyEvent);
 export const counted: 'IdempotencyReplayed' = IdempotencyMetric.replayed;
-export type Context = WithIdempotency;
+export type Context = WithIdempotency<EffectItem>;
 
 export const consumer = makeSqsIdempotentHandler({
   store,
   name: 'orders',
-  process: async (record: SQSRecord, context: SqsRecordContext) => {
+  process: async (record: SQSRecord, context: SqsRecordContext<EffectItem>) => {
     context.stage(compareAndSetItem({ TableName: 't', Key: { pk: record.messageId }, attribute: 's', expected: 1, next: 2 }));
     return context.attempt;
   },
@@ -179,7 +181,7 @@ export const fenced = (error: unknown): number | undefined => (error instanceof 
 
 /** False unless a declaration failed to resolve and degraded to \`any\` (which skipLibCheck would not report). */
 type IsAny<T> = 0 extends 1 & T ? true : false;
-export const resolved: IsAny<IdempotencyHandle | SqsRecordContext | WithIdempotency | typeof middleware> = false;
+export const resolved: IsAny<IdempotencyHandle<EffectItem> | SqsRecordContext<EffectItem> | WithIdempotency<EffectItem> | typeof middleware> = false;
 `;
 
 /**
@@ -269,7 +271,8 @@ describe('the packed package', () => {
       same: boolean;
       deep: string;
     };
-    expect(names['keystone-idempotency']).toEqual(expect.arrayContaining(['IdempotencyStore', 'makeIdempotent']));
+    expect(names['keystone-idempotency']).toEqual(expect.arrayContaining(['makeIdempotent', 'runIdempotently']));
+    expect(names['keystone-idempotency/dynamodb']).toEqual(expect.arrayContaining(['DynamoDbStore', 'RECOVERY_INDEX']));
     expect(names['keystone-idempotency/http']).toEqual(expect.arrayContaining(['httpIdempotency', 'answersEarly']));
     expect(names['keystone-idempotency/sqs']).toContain('makeSqsIdempotentHandler');
     expect(names['keystone-idempotency/natural']).toEqual(expect.arrayContaining(['putIfAbsent', 'upsert']));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { DynamoDbStore } from '../../lib/dynamodb/store';
 import { scopedKey } from '../../lib/engine/key';
 import type { Lease } from '../../lib/engine/record';
-import { IdempotencyStore } from '../../lib/engine/store';
 import { chargeReference, paymentCreated, paymentFromCharge } from '../../lib/payments/payment';
 import { type Charge, ProcessorClient } from '../../lib/payments/processor-client';
 import { chargeLookup, completeFromCharge, recoverPayments } from '../../lib/payments/recovery';
@@ -27,7 +27,7 @@ beforeAll(async () => {
 afterAll(() => sandbox?.close());
 
 function deps(clock = new FakeClock(Date.now())) {
-  const store = new IdempotencyStore({
+  const store = new DynamoDbStore({
     client: db.doc,
     tableName: db.idempotencyTable,
     clock,
@@ -36,7 +36,7 @@ function deps(clock = new FakeClock(Date.now())) {
   return { store, payments: new PaymentsStore(db.doc, db.paymentsTable), clock };
 }
 
-async function claimRecoverable(store: IdempotencyStore): Promise<Lease> {
+async function claimRecoverable(store: DynamoDbStore): Promise<Lease> {
   const key = scopedKey({ accountId: ACCOUNT, operation: 'POST /payments', key: randomUUID() });
   const claimed = await store.claim(key, 'fp', { recoverable: true });
   if (claimed.kind !== 'acquired') throw new Error(`expected to acquire, got ${claimed.kind}`);
@@ -59,10 +59,7 @@ async function chargeUnder(lease: Lease, source = 'tok_visa'): Promise<Charge | 
 }
 
 /** What the handler does up to the charge: claim (recoverable), then charge under the downstream key. */
-async function claimAndCharge(
-  store: IdempotencyStore,
-  source = 'tok_visa',
-): Promise<{ lease: Lease; charge?: Charge }> {
+async function claimAndCharge(store: DynamoDbStore, source = 'tok_visa'): Promise<{ lease: Lease; charge?: Charge }> {
   const lease = await claimRecoverable(store);
   const charge = await chargeUnder(lease, source);
   return { lease, ...(charge ? { charge } : {}) };

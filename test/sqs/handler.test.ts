@@ -3,7 +3,7 @@ import { FullBatchFailureError } from '@aws-lambda-powertools/batch';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { IdempotencyStore } from '../../lib/engine/store';
+import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
 import { byBodyField, makeSqsIdempotentHandler, recordIdentity, type SqsIdempotentHandlerOptions } from '../../lib/sqs';
 import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
@@ -42,8 +42,11 @@ class FakeCarrier {
  * A consumer that books a shipment outside, then stages one row per committed run: the rows count the runs whose
  * effects committed. `failNext` makes the next run of an order throw after the outside call (a crash mid-work).
  */
-function consumer(options: Partial<SqsIdempotentHandlerOptions<Shipped>> = {}, clock = new FakeClock(Date.now())) {
-  const store = new IdempotencyStore({
+function consumer(
+  options: Partial<SqsIdempotentHandlerOptions<Shipped, EffectItem>> = {},
+  clock = new FakeClock(Date.now()),
+) {
+  const store = new DynamoDbStore({
     client: doc,
     tableName: db.idempotencyTable,
     clock,
@@ -53,7 +56,7 @@ function consumer(options: Partial<SqsIdempotentHandlerOptions<Shipped>> = {}, c
   const failNext = new Set<string>();
   const runs: string[] = [];
   const logger = recordingLogger();
-  const handler = makeSqsIdempotentHandler<Shipped>({
+  const handler = makeSqsIdempotentHandler<Shipped, EffectItem>({
     store,
     name: NAME,
     key: byBodyField('orderId'),
@@ -224,7 +227,7 @@ describe('makeSqsIdempotentHandler', () => {
 
   it('writes none of the staged effects when the commit is fenced by a takeover, and sends the record back', async () => {
     const clock = new FakeClock(Date.now());
-    const taker = new IdempotencyStore({
+    const taker = new DynamoDbStore({
       client: doc,
       tableName: db.idempotencyTable,
       clock,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
 import {
   EffectConditionFailedError,
   LeaseLostError,
@@ -6,7 +7,6 @@ import {
   TooManyEffectsError,
 } from '../../lib/engine/errors';
 import { RecordStatus } from '../../lib/engine/record';
-import { type EffectItem, IdempotencyStore } from '../../lib/engine/store';
 import { compareAndSetItem } from '../../lib/natural';
 import {
   InvalidRecordKeyError,
@@ -22,9 +22,11 @@ const db = testDatabase();
 const { doc } = db;
 
 const store = (clock = new FakeClock(Date.now())) =>
-  new IdempotencyStore({ client: doc, tableName: db.idempotencyTable, clock, leaseSeconds: 30 });
+  new DynamoDbStore({ client: doc, tableName: db.idempotencyTable, clock, leaseSeconds: 30 });
 const row = (pk: string, sk = randomUUID()): EffectItem => ({ Put: { TableName: db.paymentsTable, Item: { pk, sk } } });
-const options = <T>(process: (ctx: SqsRecordContext) => Promise<T>): ProcessRecordOptions<T> => ({
+const options = <T>(
+  process: (ctx: SqsRecordContext<EffectItem>) => Promise<T>,
+): ProcessRecordOptions<T, EffectItem> => ({
   name: 'ledger',
   process: (_record, ctx) => process(ctx),
 });
@@ -33,7 +35,7 @@ describe('processRecordIdempotently', () => {
   it('commits the staged effects with the key and hands the summary back, then replays it', async () => {
     const s = store();
     const record = sqsRecord({ body: { amount: 5 }, receiveCount: 3 });
-    const seen: Partial<SqsRecordContext>[] = [];
+    const seen: Partial<SqsRecordContext<EffectItem>>[] = [];
     const run = options(async (ctx) => {
       seen.push({ key: ctx.key, attempt: ctx.attempt, receiveCount: ctx.receiveCount, record: ctx.record });
       ctx.stage(row(record.messageId), row(record.messageId));
@@ -173,7 +175,7 @@ describe('processRecordIdempotently', () => {
   it('refuses a write staged after the function returned', async () => {
     const s = store();
     const record = sqsRecord({ body: {} });
-    let late: SqsRecordContext | undefined;
+    let late: SqsRecordContext<EffectItem> | undefined;
     await processRecordIdempotently(
       s,
       record,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { IdempotencyStore } from '../../lib/engine/store';
+import { DynamoDbStore } from '../../lib/dynamodb/store';
 import { createQueueWithDlq, type LocalSqs, type QueueWithDlq, startLocalSqs } from '../../lib/local/sqs';
 import { toSqsRecord } from '../../lib/local/sqs-event';
 import { DeadLetterError, makeSqsIdempotentHandler, queueUrlOf, RetryLaterError } from '../../lib/sqs';
@@ -55,7 +55,7 @@ async function receiveWithin(url: string, seconds: number): Promise<string[]> {
 function consumer(process: (record: SQSRecord) => Promise<unknown>, withQueue = true) {
   const lines: { level: string; message: string }[] = [];
   const handler = makeSqsIdempotentHandler({
-    store: new IdempotencyStore({ client: db.doc, tableName: db.idempotencyTable }),
+    store: new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable }),
     name: `actions-${randomUUID().slice(0, 8)}`,
     process,
     logger: {

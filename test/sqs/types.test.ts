@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSHandler } from 'aws-lambda';
-import { IdempotencyStore } from '../../lib/engine/store';
+import { DynamoDbStore } from '../../lib/dynamodb/store';
 import { makeSqsIdempotentHandler, type RecordOutcome, type SqsLogger } from '../../lib/sqs';
 import { localDocumentClient } from '../support/dynamodb';
 
@@ -15,7 +15,7 @@ describe('public types', () => {
   });
 
   it('makes a handler Lambda accepts for an SQS event source', () => {
-    const store = new IdempotencyStore({ client: localDocumentClient(), tableName: 'unused' });
+    const store = new DynamoDbStore({ client: localDocumentClient(), tableName: 'unused' });
     const handler: SQSHandler = makeSqsIdempotentHandler({
       store,
       name: 'types',

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { DynamoDbStore } from '../../lib/dynamodb/store';
 import { scopedKey } from '../../lib/engine/key';
-import { IdempotencyStore } from '../../lib/engine/store';
 import { localClient, localDocumentClient, testDatabase } from './dynamodb';
 import { type DynamoDbFaultProxy, matches, startDynamoDbFaultProxy } from './dynamodb-fault-proxy';
 import { engineRequests } from './engine-requests';
@@ -26,7 +26,7 @@ afterAll(async () => {
 const created = { statusCode: 201, body: '{}', headers: { 'Content-Type': 'application/json' } };
 
 function throughProxy(clock = new FakeClock()) {
-  return new IdempotencyStore({ client: localDocumentClient(client), tableName: db.idempotencyTable, clock });
+  return new DynamoDbStore({ client: localDocumentClient(client), tableName: db.idempotencyTable, clock });
 }
 
 /** Which steps match each request the proxy saw for this key, in order. */

@@ -1,4 +1,4 @@
-import { RecordAttribute as A } from '../../lib/engine/layout';
+import { RecordAttribute as A } from '../../lib/dynamodb/layout';
 import { RecordStatus } from '../../lib/engine/record';
 import { type DynamoDbRequestBody, DynamoDbTarget, type RequestMatcher } from './dynamodb-fault-proxy';
 

@@ -1,10 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
+import type { EffectItem } from '../../../lib/dynamodb/store';
+import type { ClaimOutcome } from '../../../lib/engine/contract';
 import { LeaseLostError } from '../../../lib/engine/errors';
 import type { Lease } from '../../../lib/engine/record';
 import { RecordStatus } from '../../../lib/engine/record';
 import { type RecoveryResolver, recoverDue } from '../../../lib/engine/recovery';
-import type { ClaimOutcome } from '../../../lib/engine/store';
 import { checkConformance, checkSafety, expectCommittedResponse } from './invariants';
 import {
   expectClaim,
@@ -504,7 +505,7 @@ export class CompleterRun extends ProtocolCommand {
 
   async perform(m: ProtocolModel, r: ProtocolSystem): Promise<() => void> {
     const leases = new Map<string, Lease>();
-    const resolve: RecoveryResolver = async (lease) => {
+    const resolve: RecoveryResolver<EffectItem> = async (lease) => {
       leases.set(lease.key, lease);
       if (!this.processorUp) return { kind: 'retry', reason: 'processor down' };
       const charge = r.processor.lookup(lease.downstreamKey);

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { BatchGetCommand, DeleteCommand, type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { ConfiguredRetryStrategy } from '@smithy/core/retry';
-import { RECOVERY_SHARDS } from '../../../lib/engine/layout';
+import { RECOVERY_SHARDS } from '../../../lib/dynamodb/layout';
+import { recoveryShardOf } from '../../../lib/dynamodb/recovery-index';
+import { DynamoDbStore, type EffectItem } from '../../../lib/dynamodb/store';
 import type { Lease, StoredResponse } from '../../../lib/engine/record';
-import { type EffectItem, IdempotencyStore, recoveryShardOf } from '../../../lib/engine/store';
 import { localClient, localDocumentClient } from '../dynamodb';
 import { FakeClock } from '../fake-clock';
 import type { Charge } from './outside-processor';
@@ -59,7 +60,7 @@ export class ProtocolSystem {
   readonly keys: readonly string[];
   /** The partition of the payments table this run's effect rows go to: one query reads them all. */
   readonly effectsPk: string;
-  private readonly store: IdempotencyStore;
+  private readonly store: DynamoDbStore;
   /** The state last read, until a call may have changed it: steps that only move the clock or the processor skip the reads. */
   #snapshot: Snapshot | undefined;
 
@@ -80,7 +81,7 @@ export class ProtocolSystem {
   }
 
   /** Runs `use` with a store whose requests are delivered as `delivery` says. */
-  async via<T>(delivery: Delivery, use: (store: IdempotencyStore) => Promise<T>): Promise<T> {
+  async via<T>(delivery: Delivery, use: (store: DynamoDbStore) => Promise<T>): Promise<T> {
     this.#snapshot = undefined;
     if (delivery === Delivery.direct) return use(this.store);
     // A client per call: the SDK's retry quota is per client, and must not run dry over a long run.
@@ -192,8 +193,8 @@ export class ProtocolSystem {
     }
   }
 
-  private storeOn(doc: DynamoDBDocumentClient): IdempotencyStore {
-    return new IdempotencyStore({
+  private storeOn(doc: DynamoDBDocumentClient): DynamoDbStore {
+    return new DynamoDbStore({
       client: doc,
       tableName: this.tables.idempotencyTable,
       clock: this.clock,

@@ -1,89 +1,53 @@
-import { createHash } from 'node:crypto';
-import {
-  type AttributeValue,
-  ConditionalCheckFailedException,
-  IdempotentParameterMismatchException,
-  TransactionCanceledException,
-  TransactionConflictException,
-} from '@aws-sdk/client-dynamodb';
+import { IdempotentParameterMismatchException, TransactionConflictException } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
-  QueryCommand,
   TransactWriteCommand,
   type TransactWriteCommandInput,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { type Clock, type IdSource, randomIds, systemClock } from './clock.js';
-import { decide, isExpired } from './decide.js';
+import { type Clock, type IdSource, randomIds, systemClock } from '../engine/clock.js';
+import {
+  type ClaimOptions,
+  type ClaimOutcome,
+  DEFAULT_LEASE_SECONDS,
+  DEFAULT_TTL_SECONDS,
+  type DueOperation,
+  type FindDueOptions,
+  type IdempotencyStore,
+  MAX_CLAIM_ROUNDS,
+  type OneShotContext,
+  type OneShotOutcome,
+  type ResumeOptions,
+  type ResumeOutcome,
+} from '../engine/contract.js';
+import { decide, isExpired, isOwnCompletion, leaseOf } from '../engine/decide.js';
 import {
   ConfigurationError,
   ContendedError,
   EffectConditionFailedError,
   LeaseLostError,
   ResponseTooLargeError,
-} from './errors.js';
-import { RecordAttribute as A, RECOVERY_INDEX, RECOVERY_SHARDS } from './layout.js';
-import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
+} from '../engine/errors.js';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
+import { fromItem, toItem } from './codec.js';
+import {
+  completionUpdate,
+  endLeaseUpdate,
+  freeCondition,
+  leaveRecoveryUpdate,
+  takeOverUpdate,
+  unchangedCondition,
+} from './expressions.js';
+import { RecordAttribute as A } from './layout.js';
+import { dueOperations, recoveryShardOf } from './recovery-index.js';
+import { conditionFailure, type TransactionFailure, transactionFailure } from './write-errors.js';
 
 /** One action of a TransactWriteItems, in DocumentClient form: the caller's own puts, updates and checks. */
 export type EffectItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-/** A record's completion: a transaction's update action, which is also a whole UpdateItem request. */
-type CompletionUpdate = NonNullable<EffectItem['Update']>;
-
-/** The outcomes of a claim. Expected cases are values; only the unexpected throws. */
-export type ClaimOutcome =
-  | { readonly kind: 'acquired'; readonly lease: Lease }
-  | { readonly kind: 'replay'; readonly response: StoredResponse; readonly record: IdempotencyRecord }
-  | { readonly kind: 'in_flight'; readonly retryAfterMs: number; readonly record: IdempotencyRecord }
-  | { readonly kind: 'mismatch'; readonly record: IdempotencyRecord };
-
-/** The outcomes of a one-shot local operation. */
-export type OneShotOutcome =
-  | { readonly kind: 'committed'; readonly response: StoredResponse; readonly downstreamKey: string }
-  | Exclude<ClaimOutcome, { kind: 'acquired' }>;
-
-/**
- * The outcomes of {@link IdempotencyStore.resume}: recovery taking over an unfinished operation by its key.
- *
- * - `acquired`: it was released, abandoned, or its owner's lease ran out; this lease now owns it.
- * - `in_flight`: a live owner holds it; `retryAfterMs` is what is left of that owner's lease.
- * - `completed`: it committed; nothing to recover.
- * - `absent`: no live record under the key (never claimed, expired, or another generation than the one expected).
- */
-export type ResumeOutcome =
-  | { readonly kind: 'acquired'; readonly lease: Lease }
-  | { readonly kind: 'in_flight'; readonly retryAfterMs: number; readonly record: IdempotencyRecord }
-  | { readonly kind: 'completed'; readonly record: IdempotencyRecord }
-  | { readonly kind: 'absent' };
-
-export interface ResumeOptions {
-  /**
-   * Resume only the generation whose downstream key is this one: a witness of an outside effect (a webhook about a
-   * charge) names the key the effect was made under, and must not complete a later generation of the same client
-   * key (reused after the first one expired) with it.
-   */
-  readonly downstreamKey?: string;
-}
-
-/** A recoverable operation due for recovery, from the recovery index. */
-export interface DueOperation {
-  readonly key: string;
-  /** Epoch ms since when it has been due. */
-  readonly recoverAt: number;
-}
-
-/** What a one-shot operation's builder sees: the identifiers of the generation it would commit. */
-export interface OneShotContext {
-  readonly downstreamKey: string;
-  readonly attempt: number;
-  readonly now: number;
-}
-
-export interface IdempotencyStoreOptions {
+export interface DynamoDbStoreOptions {
   readonly client: DynamoDBDocumentClient;
   readonly tableName: string;
   /** How long a claim is held before a duplicate may take it over. Must exceed the function's timeout. */
@@ -96,32 +60,16 @@ export interface IdempotencyStoreOptions {
   readonly maxResponseBytes?: number;
 }
 
-export interface ClaimOptions {
-  /**
-   * Wait up to this long for an in-flight original to finish (polling with backoff) instead of answering
-   * `in_flight` at once. Keep it within the function's remaining time. Default 0: don't wait.
-   */
-  readonly waitMs?: number;
-  /**
-   * Track the operation in the recovery index until it completes or is abandoned ({@link IdempotencyStore.findDue}):
-   * for work whose effect lives in another system (a charge), so that an attempt whose client never comes back is
-   * still finished, or given up, by recovery. The table needs the recovery index. Default false.
-   */
-  readonly recoverable?: boolean;
-}
-
-export const DEFAULT_LEASE_SECONDS = 60;
-export const DEFAULT_TTL_SECONDS = 24 * 60 * 60;
 /** 400 KB item limit, less room for the record's own attributes. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 380 * 1024;
+/** TransactWriteItems takes 100 actions; the key's completion is one of them. */
+export const MAX_TRANSACTION_EFFECTS = 99;
 
-/** Rounds of claim/takeover against a record that keeps changing under us before giving up as contended. */
-const MAX_ROUNDS = 5;
 const POLL_START_MS = 50;
 const POLL_MAX_MS = 1000;
 
 /**
- * The idempotency engine on DynamoDB: claim a key, commit the work with it, or release it.
+ * The idempotency engine's store on DynamoDB: claim a key, commit the work with it, or release it.
  *
  * Lifecycle of one record, and what fences each step:
  *
@@ -139,23 +87,24 @@ const POLL_MAX_MS = 1000;
  * neither commit (its effects are in the same transaction and are not written) nor release the new owner's claim.
  *
  * @example
- * const store = new IdempotencyStore({ client, tableName: 'idempotency' });
+ * const store = new DynamoDbStore({ client, tableName: 'idempotency' });
  * const outcome = await store.claim(scopedKey(scope), fingerprint(request));
  * if (outcome.kind === 'acquired') {
  *   const charge = await processor.charge(body, { idempotencyKey: outcome.lease.downstreamKey });
  *   await store.commit(outcome.lease, response(charge), [{ Put: { TableName: 'payments', Item: row(charge) } }]);
  * }
  */
-export class IdempotencyStore {
+export class DynamoDbStore implements IdempotencyStore<EffectItem> {
   readonly tableName: string;
   readonly leaseMs: number;
   readonly ttlSeconds: number;
+  readonly maxEffects = MAX_TRANSACTION_EFFECTS;
   private readonly client: DynamoDBDocumentClient;
   private readonly clock: Clock;
   private readonly ids: IdSource;
   private readonly maxResponseBytes: number;
 
-  constructor(options: IdempotencyStoreOptions) {
+  constructor(options: DynamoDbStoreOptions) {
     const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
     const ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
     if (!(leaseSeconds > 0)) throw new ConfigurationError(`leaseSeconds must be positive, got ${leaseSeconds}`);
@@ -178,22 +127,22 @@ export class IdempotencyStore {
    */
   async claim(key: string, fingerprint: string, options: ClaimOptions = {}): Promise<ClaimOutcome> {
     const waitMs = options.waitMs ?? 0;
+    const claim = { recoverable: options.recoverable ?? false, leaseMs: this.leaseFor(options) };
     let waited = 0;
     let pollMs = POLL_START_MS;
     let writes = 1;
-    const recoverable = options.recoverable ?? false;
-    let seen = await this.putFresh(key, fingerprint, recoverable);
+    let seen = await this.putFresh(key, fingerprint, claim);
     for (;;) {
       if (seen.kind === 'acquired') return { kind: 'acquired', lease: seen.lease };
       const now = this.clock.now();
       const decision = decide(seen.record, fingerprint, now);
       if (decision.kind === 'fresh' || decision.kind === 'takeover') {
         // The record changed between our write and our reading of it; a few rounds settle any real race.
-        if (++writes > MAX_ROUNDS) throw new ContendedError(key);
+        if (++writes > MAX_CLAIM_ROUNDS) throw new ContendedError(key);
         seen =
           decision.kind === 'fresh'
-            ? await this.putFresh(key, fingerprint, recoverable)
-            : await this.takeOver(decision.record, now, recoverable);
+            ? await this.putFresh(key, fingerprint, claim)
+            : await this.takeOver(decision.record, now, claim);
         continue;
       }
       if (decision.kind !== 'in_flight' || waited + pollMs > waitMs) return decision;
@@ -222,7 +171,8 @@ export class IdempotencyStore {
    */
   async commit(lease: Lease, response: StoredResponse, effects: readonly EffectItem[] = []): Promise<void> {
     this.assertStorable(response);
-    const completion = this.completion(lease, response, this.clock.now());
+    const now = this.clock.now();
+    const completion = completionUpdate(this.tableName, lease, response, now, this.expiryFrom(now));
     if (effects.length === 0) return this.complete(lease, completion);
     // The lease token doubles as the transaction's ClientRequestToken, so a commit whose reply was lost can be
     // called again by the caller: the same request is answered with success, not a failed (satisfied) condition.
@@ -279,11 +229,11 @@ export class IdempotencyStore {
    */
   async resume(key: string, options: ResumeOptions = {}): Promise<ResumeOutcome> {
     let record = await this.read(key);
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       if (record === undefined) return { kind: 'absent' };
       const now = this.clock.now();
       if (isExpired(record, now)) {
-        if (record.recoverAt !== undefined) await this.dropFromRecovery(record, now);
+        if (record.recoverAt !== undefined) await this.leaveRecovery(record, now);
         return { kind: 'absent' };
       }
       if (options.downstreamKey !== undefined && record.downstreamKey !== options.downstreamKey) {
@@ -300,7 +250,7 @@ export class IdempotencyStore {
           return { kind: 'in_flight', retryAfterMs: record.leaseExpiresAt - now, record };
         case 'takeover': {
           // Recovery's own lease is recoverable: if recovery dies half-way, the operation stays due.
-          const seen = await this.takeOver(record, now, true);
+          const seen = await this.takeOver(record, now, { recoverable: true, leaseMs: this.leaseMs });
           if (seen.kind === 'acquired') return seen;
           record = seen.record;
         }
@@ -315,16 +265,8 @@ export class IdempotencyStore {
    * never the table. The index is eventually consistent: {@link resume} each key, which reads it again, before
    * acting on it.
    */
-  async findDue(options: { limit?: number } = {}): Promise<DueOperation[]> {
-    const limit = options.limit ?? 100;
-    const now = this.clock.now();
-    const shards = await Promise.all(
-      Array.from({ length: RECOVERY_SHARDS }, (_, shard) => this.dueInShard(String(shard), now, limit)),
-    );
-    return shards
-      .flat()
-      .sort((a, b) => a.recoverAt - b.recoverAt)
-      .slice(0, limit);
+  async findDue(options: FindDueOptions = {}): Promise<DueOperation[]> {
+    return dueOperations(this.client, this.tableName, this.clock.now(), options.limit ?? 100);
   }
 
   /**
@@ -339,7 +281,7 @@ export class IdempotencyStore {
     build: (context: OneShotContext) => Promise<{ response: StoredResponse; effects: readonly EffectItem[] }>,
   ): Promise<OneShotOutcome> {
     let existing: IdempotencyRecord | undefined;
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       const now = this.clock.now();
       const decision = existing === undefined ? ({ kind: 'fresh' } as const) : decide(existing, fingerprint, now);
       if (decision.kind !== 'fresh' && decision.kind !== 'takeover') return decision;
@@ -366,13 +308,7 @@ export class IdempotencyStore {
         Put: {
           TableName: this.tableName,
           Item: toItem(record),
-          ...(previous
-            ? this.ownedByCondition(previous)
-            : {
-                ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :nowSeconds',
-                ExpressionAttributeNames: { '#key': A.key, '#expiresAt': A.expiresAt },
-                ExpressionAttributeValues: { ':nowSeconds': Math.floor(now / 1000) },
-              }),
+          ...(previous ? unchangedCondition(previous) : freeCondition(now)),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         },
       };
@@ -404,64 +340,14 @@ export class IdempotencyStore {
   /**
    * Takes a record that expired unfinished out of the recovery index. The index knows nothing of expiry and offers
    * the oldest first, and TTL deletion may take days: enough such records would fill every recovery run's limit,
-   * and live operations behind them would never be finished. Conditioned on the record being the one we read and
-   * still expired: a fresh claim since has another lease token, and keeps its place in the index.
+   * and live operations behind them would never be finished.
    */
-  private async dropFromRecovery(record: IdempotencyRecord, now: number): Promise<void> {
+  private async leaveRecovery(record: IdempotencyRecord, now: number): Promise<void> {
     try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { [A.key]: record.key },
-          UpdateExpression: 'REMOVE #recoveryShard, #recoverAt',
-          ConditionExpression: '#leaseToken = :seenToken AND #expiresAt <= :nowSeconds',
-          ExpressionAttributeNames: {
-            '#recoveryShard': A.recoveryShard,
-            '#recoverAt': A.recoverAt,
-            '#leaseToken': A.leaseToken,
-            '#expiresAt': A.expiresAt,
-          },
-          ExpressionAttributeValues: { ':seenToken': record.leaseToken, ':nowSeconds': Math.floor(now / 1000) },
-        }),
-      );
+      await this.client.send(new UpdateCommand(leaveRecoveryUpdate(this.tableName, record, now)));
     } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      if (!conditionFailure(error)) throw error;
     }
-  }
-
-  /**
-   * The record's completion, as an update: the stored response, a full TTL from now, out of the recovery index.
-   * The same update is a transaction's last action (with effects) or a request of its own (without).
-   */
-  private completion(lease: Lease, response: StoredResponse, now: number): CompletionUpdate {
-    return {
-      TableName: this.tableName,
-      Key: { [A.key]: lease.key },
-      UpdateExpression:
-        'SET #status = :completed, #response = :response, #completedAt = :now, #expiresAt = :expiresAt ' +
-        'REMOVE #recoveryShard, #recoverAt',
-      // Fencing: only the current owner, only once.
-      ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
-      ExpressionAttributeNames: {
-        '#status': A.status,
-        '#response': A.response,
-        '#completedAt': A.completedAt,
-        '#expiresAt': A.expiresAt,
-        '#leaseToken': A.leaseToken,
-        '#recoveryShard': A.recoveryShard,
-        '#recoverAt': A.recoverAt,
-      },
-      ExpressionAttributeValues: {
-        ':completed': RecordStatus.Completed,
-        ':inProgress': RecordStatus.InProgress,
-        ':response': response,
-        ':now': now,
-        // Never earlier than before: the record's expiry is at most createdAt + ttl, and now >= createdAt.
-        ':expiresAt': this.expiryFrom(now),
-        ':token': lease.leaseToken,
-      },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-    };
   }
 
   /**
@@ -470,8 +356,8 @@ export class IdempotencyStore {
    * commit) fails the condition against our own completion, and the record it returns (ALL_OLD) says so: completed
    * under our lease token, which no other owner ever holds.
    */
-  private async complete(lease: Lease, completion: CompletionUpdate): Promise<void> {
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+  private async complete(lease: Lease, completion: ReturnType<typeof completionUpdate>): Promise<void> {
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       try {
         await this.client.send(new UpdateCommand(completion));
         return;
@@ -481,11 +367,10 @@ export class IdempotencyStore {
           await sleep(POLL_START_MS * (round + 1));
           continue;
         }
-        if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        const raw = error.Item as Record<string, AttributeValue> | undefined;
-        const current = raw ? fromItem(unmarshall(raw)) : undefined;
-        if (isOwnCompletion(current, lease)) return;
-        throw new LeaseLostError(lease.key, current, { cause: error });
+        const failed = conditionFailure(error);
+        if (!failed) throw error;
+        if (isOwnCompletion(failed.record, lease)) return;
+        throw new LeaseLostError(lease.key, failed.record, { cause: error });
       }
     }
     throw new ContendedError(lease.key);
@@ -495,31 +380,35 @@ export class IdempotencyStore {
     return Math.ceil(nowMs / 1000) + this.ttlSeconds;
   }
 
+  /** A claim's lease: the store's, or longer when the caller asks (a function with more time left than that). */
+  private leaseFor(options: ClaimOptions): number {
+    return Math.max(this.leaseMs, options.leaseMs ?? 0);
+  }
+
   /** Claim a key nobody holds: succeeds only if the record is absent or expired. */
-  private async putFresh(key: string, fingerprint: string, recoverable: boolean): Promise<Seen> {
+  private async putFresh(key: string, fingerprint: string, claim: ClaimSettings): Promise<Seen> {
     const now = this.clock.now();
+    const leaseExpiresAt = now + claim.leaseMs;
     const record: IdempotencyRecord = {
       key,
       status: RecordStatus.InProgress,
       fingerprint,
       leaseToken: this.ids.leaseToken(),
-      leaseExpiresAt: now + this.leaseMs,
-      expiresAt: this.expiryFrom(now),
+      leaseExpiresAt,
+      // Never before the lease ends, or an expiry mid-lease would reopen the key under its owner.
+      expiresAt: Math.max(this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)),
       downstreamKey: this.ids.downstreamKey(),
       attempt: 1,
       createdAt: now,
       // Due for recovery when the lease runs out: by then a live owner has either finished or died.
-      ...(recoverable ? { recoverAt: now + this.leaseMs } : {}),
+      ...(claim.recoverable ? { recoverAt: leaseExpiresAt } : {}),
     };
     try {
       await this.client.send(
         new PutCommand({
           TableName: this.tableName,
           Item: toItem(record),
-          // An expired record is as good as absent: TTL deletion lags by up to days.
-          ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :nowSeconds',
-          ExpressionAttributeNames: { '#key': A.key, '#expiresAt': A.expiresAt },
-          ExpressionAttributeValues: { ':nowSeconds': Math.floor(now / 1000) },
+          ...freeCondition(now),
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
@@ -534,10 +423,10 @@ export class IdempotencyStore {
    * we saw, so of two concurrent takeovers exactly one wins; the fingerprint and downstream key are kept, so an
    * effect the dead owner may have made elsewhere is found again under the same key, not repeated.
    */
-  private async takeOver(previous: IdempotencyRecord, now: number, recoverable: boolean): Promise<Seen> {
-    const leaseExpiresAt = now + this.leaseMs;
+  private async takeOver(previous: IdempotencyRecord, now: number, claim: ClaimSettings): Promise<Seen> {
+    const leaseExpiresAt = now + claim.leaseMs;
     // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back).
-    const tracked = recoverable || previous.recoverAt !== undefined;
+    const tracked = claim.recoverable || previous.recoverAt !== undefined;
     const record: IdempotencyRecord = {
       ...previous,
       status: RecordStatus.InProgress,
@@ -548,36 +437,8 @@ export class IdempotencyStore {
       attempt: previous.attempt + 1,
       ...(tracked ? { recoverAt: leaseExpiresAt } : {}),
     };
-    const condition = this.ownedByCondition(previous);
-    const recovery = tracked ? ', #recoveryShard = :shard, #recoverAt = :recoverAt' : '';
     try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { [A.key]: previous.key },
-          UpdateExpression:
-            'SET #status = :inProgress, #leaseToken = :newToken, #leaseExpiresAt = :leaseExpiresAt, ' +
-            `#expiresAt = :expiresAt, #attempt = #attempt + :one${recovery}`,
-          ConditionExpression: condition.ConditionExpression,
-          ExpressionAttributeNames: {
-            ...condition.ExpressionAttributeNames,
-            '#leaseExpiresAt': A.leaseExpiresAt,
-            '#expiresAt': A.expiresAt,
-            '#attempt': A.attempt,
-            ...(tracked ? { '#recoveryShard': A.recoveryShard, '#recoverAt': A.recoverAt } : {}),
-          },
-          ExpressionAttributeValues: {
-            ...condition.ExpressionAttributeValues,
-            ':inProgress': RecordStatus.InProgress,
-            ':newToken': record.leaseToken,
-            ':leaseExpiresAt': record.leaseExpiresAt,
-            ':expiresAt': record.expiresAt,
-            ':one': 1,
-            ...(tracked ? { ':shard': recoveryShardOf(previous.key), ':recoverAt': leaseExpiresAt } : {}),
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
+      await this.client.send(new UpdateCommand(takeOverUpdate(this.tableName, previous, record)));
       return { kind: 'acquired', lease: leaseOf(record, true) };
     } catch (error) {
       return this.ownWriteOr(await this.seenAfterFailedWrite(previous.key, error), record, true);
@@ -593,67 +454,14 @@ export class IdempotencyStore {
     status: RecordStatus,
     change: { set: Record<string, number | string>; remove: string[]; now: number },
   ): Promise<boolean> {
-    const names: Record<string, string> = {
-      '#status': A.status,
-      '#leaseExpiresAt': A.leaseExpiresAt,
-      '#leaseToken': A.leaseToken,
-    };
-    const values: Record<string, unknown> = {
-      ':status': status,
-      ':inProgress': RecordStatus.InProgress,
-      ':now': change.now,
-      ':token': lease.leaseToken,
-    };
-    const sets = ['#status = :status', '#leaseExpiresAt = :now'];
-    for (const [attribute, value] of Object.entries(change.set)) {
-      names[`#${attribute}`] = attribute;
-      values[`:${attribute}`] = value;
-      sets.push(`#${attribute} = :${attribute}`);
-    }
-    for (const attribute of change.remove) names[`#${attribute}`] = attribute;
-    const removes = change.remove.length > 0 ? ` REMOVE ${change.remove.map((a) => `#${a}`).join(', ')}` : '';
     try {
-      await this.client.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { [A.key]: lease.key },
-          UpdateExpression: `SET ${sets.join(', ')}${removes}`,
-          ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
+      await this.client.send(new UpdateCommand(endLeaseUpdate(this.tableName, lease, status, change)));
       return true;
     } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const raw = error.Item as Record<string, AttributeValue> | undefined;
-      const current = raw ? fromItem(unmarshall(raw)) : undefined;
-      return current?.leaseToken === lease.leaseToken && current.status === status;
+      const failed = conditionFailure(error);
+      if (!failed) throw error;
+      return failed.record?.leaseToken === lease.leaseToken && failed.record.status === status;
     }
-  }
-
-  private async dueInShard(shard: string, now: number, limit: number): Promise<DueOperation[]> {
-    const due: DueOperation[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const page = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          IndexName: RECOVERY_INDEX,
-          KeyConditionExpression: '#shard = :shard AND #recoverAt <= :now',
-          ExpressionAttributeNames: { '#shard': A.recoveryShard, '#recoverAt': A.recoverAt },
-          ExpressionAttributeValues: { ':shard': shard, ':now': now },
-          Limit: limit - due.length,
-          ...(start ? { ExclusiveStartKey: start } : {}),
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        due.push({ key: item[A.key] as string, recoverAt: Number(item[A.recoverAt]) });
-      }
-      start = page.LastEvaluatedKey;
-    } while (start !== undefined && due.length < limit);
-    return due;
   }
 
   /**
@@ -667,21 +475,10 @@ export class IdempotencyStore {
     return seen;
   }
 
-  /** The record is still exactly as we saw it: same lease token, same status. */
-  private ownedByCondition(seen: IdempotencyRecord) {
-    return {
-      ConditionExpression: '#leaseToken = :seenToken AND #status = :seenStatus',
-      ExpressionAttributeNames: { '#leaseToken': A.leaseToken, '#status': A.status },
-      ExpressionAttributeValues: { ':seenToken': seen.leaseToken, ':seenStatus': seen.status },
-    };
-  }
-
   private async seenAfterFailedWrite(key: string, error: unknown): Promise<Seen> {
-    if (error instanceof ConditionalCheckFailedException) {
-      const raw = error.Item as Record<string, AttributeValue> | undefined;
-      // The item can be absent from the error if it vanished (TTL deletion) between the check and the reply.
-      return { kind: 'record', record: raw ? fromItem(unmarshall(raw)) : undefined };
-    }
+    const failed = conditionFailure(error);
+    // The item can be absent from the error if it vanished (TTL deletion) between the check and the reply.
+    if (failed) return { kind: 'record', record: failed.record };
     if (error instanceof TransactionConflictException) {
       // A transaction on this item is under way: look again shortly.
       await sleep(POLL_START_MS);
@@ -690,33 +487,31 @@ export class IdempotencyStore {
     throw error;
   }
 
+  /**
+   * One TransactWriteItems whose last item is the record's own write. A failed record condition is a
+   * {@link LeaseLostError} carrying the record met; a failed effect condition an {@link EffectConditionFailedError};
+   * a conflict with another transaction is sent again (nothing was written).
+   */
   private async transact(key: string, items: EffectItem[], clientRequestToken: string): Promise<void> {
-    const recordIndex = items.length - 1;
-    for (let round = 0; round < MAX_ROUNDS; round++) {
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       try {
         await this.client.send(
           new TransactWriteCommand({ TransactItems: items, ClientRequestToken: clientRequestToken }),
         );
         return;
       } catch (error) {
-        if (!(error instanceof TransactionCanceledException)) throw error;
-        const reasons = error.CancellationReasons ?? [];
-        const recordReason = reasons[recordIndex];
-        if (recordReason?.Code === 'ConditionalCheckFailed') {
-          const raw = recordReason.Item as Record<string, AttributeValue> | undefined;
-          throw new LeaseLostError(key, raw ? fromItem(unmarshall(raw)) : undefined, { cause: error });
+        const failure: TransactionFailure | undefined = transactionFailure(error, items.length - 1);
+        switch (failure?.kind) {
+          case 'record':
+            throw new LeaseLostError(key, failure.record, { cause: error });
+          case 'effect':
+            throw new EffectConditionFailedError(failure.index, failure.item, { cause: error });
+          case 'conflict':
+            await sleep(POLL_START_MS * (round + 1));
+            continue;
+          case undefined:
+            throw error;
         }
-        const effectIndex = reasons.findIndex((reason) => reason.Code === 'ConditionalCheckFailed');
-        if (effectIndex >= 0) {
-          const raw = reasons[effectIndex]?.Item as Record<string, AttributeValue> | undefined;
-          throw new EffectConditionFailedError(effectIndex, raw ? unmarshall(raw) : undefined, { cause: error });
-        }
-        // TransactionConflict (another transaction touched one of these items): nothing was written; try again.
-        if (reasons.some((reason) => reason.Code === 'TransactionConflict')) {
-          await sleep(POLL_START_MS * (round + 1));
-          continue;
-        }
-        throw error;
       }
     }
     throw new ContendedError(key);
@@ -733,67 +528,16 @@ export class IdempotencyStore {
   }
 }
 
+/** How one claim holds its record: tracked for recovery or not, and for how long. */
+interface ClaimSettings {
+  readonly recoverable: boolean;
+  readonly leaseMs: number;
+}
+
 /** What a write told us: we own it now, or here is the record that stopped us. */
 type Seen =
   | { readonly kind: 'acquired'; readonly lease: Lease }
   | { readonly kind: 'record'; readonly record: IdempotencyRecord | undefined };
-
-function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
-  return {
-    key: record.key,
-    leaseToken: record.leaseToken,
-    leaseExpiresAt: record.leaseExpiresAt,
-    downstreamKey: record.downstreamKey,
-    fingerprint: record.fingerprint,
-    attempt: record.attempt,
-    takeover,
-    recoverable: record.recoverAt !== undefined,
-  };
-}
-
-/** The record is completed under this lease: this owner's own commit landed (its reply may have been lost). */
-function isOwnCompletion(record: IdempotencyRecord | undefined, lease: Lease): boolean {
-  return record?.status === RecordStatus.Completed && record.leaseToken === lease.leaseToken;
-}
-
-/** The recovery index shard of a key: a stable spread of keys over {@link RECOVERY_SHARDS} partitions. */
-export function recoveryShardOf(key: string): string {
-  return String(createHash('sha256').update(key).digest().readUInt32BE(0) % RECOVERY_SHARDS);
-}
-
-function toItem(record: IdempotencyRecord): Record<string, unknown> {
-  return {
-    [A.key]: record.key,
-    [A.status]: record.status,
-    [A.fingerprint]: record.fingerprint,
-    [A.leaseToken]: record.leaseToken,
-    [A.leaseExpiresAt]: record.leaseExpiresAt,
-    [A.expiresAt]: record.expiresAt,
-    [A.downstreamKey]: record.downstreamKey,
-    [A.attempt]: record.attempt,
-    [A.createdAt]: record.createdAt,
-    ...(record.response ? { [A.response]: record.response } : {}),
-    ...(record.recoverAt !== undefined
-      ? { [A.recoveryShard]: recoveryShardOf(record.key), [A.recoverAt]: record.recoverAt }
-      : {}),
-  };
-}
-
-function fromItem(item: Record<string, unknown>): IdempotencyRecord {
-  return {
-    key: item[A.key] as string,
-    status: item[A.status] as IdempotencyRecord['status'],
-    fingerprint: item[A.fingerprint] as string,
-    leaseToken: item[A.leaseToken] as string,
-    leaseExpiresAt: Number(item[A.leaseExpiresAt]),
-    expiresAt: Number(item[A.expiresAt]),
-    downstreamKey: item[A.downstreamKey] as string,
-    attempt: Number(item[A.attempt] ?? 1),
-    createdAt: Number(item[A.createdAt]),
-    ...(item[A.response] ? { response: item[A.response] as StoredResponse } : {}),
-    ...(item[A.recoverAt] !== undefined ? { recoverAt: Number(item[A.recoverAt]) } : {}),
-  };
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

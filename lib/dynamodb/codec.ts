@@ -1,0 +1,52 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { IdempotencyRecord, StoredResponse } from '../engine/record.js';
+import { RecordAttribute as A } from './layout.js';
+import { recoveryShardOf } from './recovery-index.js';
+
+/**
+ * The idempotency record as a DynamoDB item, and back. The one place attribute names meet record fields: the
+ * recovery index's two attributes are written exactly when the record carries `recoverAt`.
+ */
+export function toItem(record: IdempotencyRecord): Record<string, unknown> {
+  return {
+    [A.key]: record.key,
+    [A.status]: record.status,
+    [A.fingerprint]: record.fingerprint,
+    [A.leaseToken]: record.leaseToken,
+    [A.leaseExpiresAt]: record.leaseExpiresAt,
+    [A.expiresAt]: record.expiresAt,
+    [A.downstreamKey]: record.downstreamKey,
+    [A.attempt]: record.attempt,
+    [A.createdAt]: record.createdAt,
+    ...(record.response ? { [A.response]: record.response } : {}),
+    ...(record.recoverAt !== undefined
+      ? { [A.recoveryShard]: recoveryShardOf(record.key), [A.recoverAt]: record.recoverAt }
+      : {}),
+  };
+}
+
+export function fromItem(item: Record<string, unknown>): IdempotencyRecord {
+  return {
+    key: item[A.key] as string,
+    status: item[A.status] as IdempotencyRecord['status'],
+    fingerprint: item[A.fingerprint] as string,
+    leaseToken: item[A.leaseToken] as string,
+    leaseExpiresAt: Number(item[A.leaseExpiresAt]),
+    expiresAt: Number(item[A.expiresAt]),
+    downstreamKey: item[A.downstreamKey] as string,
+    attempt: Number(item[A.attempt] ?? 1),
+    createdAt: Number(item[A.createdAt]),
+    ...(item[A.response] ? { response: item[A.response] as StoredResponse } : {}),
+    ...(item[A.recoverAt] !== undefined ? { recoverAt: Number(item[A.recoverAt]) } : {}),
+  };
+}
+
+/**
+ * A record as a failed condition returned it (`ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`): in raw
+ * AttributeValue form even through the DocumentClient. Undefined when the error carried no item (it vanished between
+ * the check and the reply).
+ */
+export function recordFromRaw(raw: Record<string, AttributeValue> | undefined): IdempotencyRecord | undefined {
+  return raw ? fromItem(unmarshall(raw)) : undefined;
+}

@@ -1,0 +1,166 @@
+import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
+import { RecordAttribute as A } from './layout.js';
+import { recoveryShardOf } from './recovery-index.js';
+
+/**
+ * The conditions and updates of the fencing rule, as DynamoDB expressions. Each comment says the invariant the
+ * condition keeps; the store decides when each one is sent.
+ */
+
+type Condition = Required<Pick<UpdateCommandInput, 'ConditionExpression'>> & {
+  ExpressionAttributeNames: Record<string, string>;
+  ExpressionAttributeValues: Record<string, unknown>;
+};
+
+/** The key is free: no record, or one past its expiry (TTL deletion lags by up to days, so expiry is checked here). */
+export function freeCondition(now: number): Condition {
+  return {
+    ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :nowSeconds',
+    ExpressionAttributeNames: { '#key': A.key, '#expiresAt': A.expiresAt },
+    ExpressionAttributeValues: { ':nowSeconds': Math.floor(now / 1000) },
+  };
+}
+
+/** The record is still exactly as we saw it: same lease token, same status. Of two writers, one wins. */
+export function unchangedCondition(seen: IdempotencyRecord): Condition {
+  return {
+    ConditionExpression: '#leaseToken = :seenToken AND #status = :seenStatus',
+    ExpressionAttributeNames: { '#leaseToken': A.leaseToken, '#status': A.status },
+    ExpressionAttributeValues: { ':seenToken': seen.leaseToken, ':seenStatus': seen.status },
+  };
+}
+
+/**
+ * Take over a record whose owner is gone (lease ran out) or that was released: a new lease token and lease, one more
+ * attempt, the fingerprint and downstream key kept. Conditioned on the record being as we saw it.
+ */
+export function takeOverUpdate(tableName: string, previous: IdempotencyRecord, next: IdempotencyRecord) {
+  const condition = unchangedCondition(previous);
+  const tracked = next.recoverAt !== undefined;
+  const recovery = tracked ? ', #recoveryShard = :shard, #recoverAt = :recoverAt' : '';
+  return {
+    TableName: tableName,
+    Key: { [A.key]: previous.key },
+    UpdateExpression:
+      'SET #status = :inProgress, #leaseToken = :newToken, #leaseExpiresAt = :leaseExpiresAt, ' +
+      `#expiresAt = :expiresAt, #attempt = #attempt + :one${recovery}`,
+    ConditionExpression: condition.ConditionExpression,
+    ExpressionAttributeNames: {
+      ...condition.ExpressionAttributeNames,
+      '#leaseExpiresAt': A.leaseExpiresAt,
+      '#expiresAt': A.expiresAt,
+      '#attempt': A.attempt,
+      ...(tracked ? { '#recoveryShard': A.recoveryShard, '#recoverAt': A.recoverAt } : {}),
+    },
+    ExpressionAttributeValues: {
+      ...condition.ExpressionAttributeValues,
+      ':inProgress': RecordStatus.InProgress,
+      ':newToken': next.leaseToken,
+      ':leaseExpiresAt': next.leaseExpiresAt,
+      ':expiresAt': next.expiresAt,
+      ':one': 1,
+      ...(tracked ? { ':shard': recoveryShardOf(next.key), ':recoverAt': next.recoverAt } : {}),
+    },
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+  };
+}
+
+/**
+ * The record's completion: the stored response, a new expiry, out of the recovery index. Fencing: only the current
+ * owner, only once. The same update is a transaction's last action (with effects) or a request of its own (without).
+ */
+export function completionUpdate(
+  tableName: string,
+  lease: Lease,
+  response: StoredResponse,
+  now: number,
+  expiresAt: number,
+) {
+  return {
+    TableName: tableName,
+    Key: { [A.key]: lease.key },
+    UpdateExpression:
+      'SET #status = :completed, #response = :response, #completedAt = :now, #expiresAt = :expiresAt ' +
+      'REMOVE #recoveryShard, #recoverAt',
+    ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
+    ExpressionAttributeNames: {
+      '#status': A.status,
+      '#response': A.response,
+      '#completedAt': A.completedAt,
+      '#expiresAt': A.expiresAt,
+      '#leaseToken': A.leaseToken,
+      '#recoveryShard': A.recoveryShard,
+      '#recoverAt': A.recoverAt,
+    },
+    ExpressionAttributeValues: {
+      ':completed': RecordStatus.Completed,
+      ':inProgress': RecordStatus.InProgress,
+      ':response': response,
+      ':now': now,
+      ':expiresAt': expiresAt,
+      ':token': lease.leaseToken,
+    },
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+  };
+}
+
+/**
+ * Ends this owner's lease with a new status (released, abandoned), setting and removing the given attributes.
+ * Conditioned on still owning the record in progress.
+ */
+export function endLeaseUpdate(
+  tableName: string,
+  lease: Lease,
+  status: RecordStatus,
+  change: { set: Record<string, number | string>; remove: readonly string[]; now: number },
+) {
+  const names: Record<string, string> = {
+    '#status': A.status,
+    '#leaseExpiresAt': A.leaseExpiresAt,
+    '#leaseToken': A.leaseToken,
+  };
+  const values: Record<string, unknown> = {
+    ':status': status,
+    ':inProgress': RecordStatus.InProgress,
+    ':now': change.now,
+    ':token': lease.leaseToken,
+  };
+  const sets = ['#status = :status', '#leaseExpiresAt = :now'];
+  for (const [attribute, value] of Object.entries(change.set)) {
+    names[`#${attribute}`] = attribute;
+    values[`:${attribute}`] = value;
+    sets.push(`#${attribute} = :${attribute}`);
+  }
+  for (const attribute of change.remove) names[`#${attribute}`] = attribute;
+  const removes = change.remove.length > 0 ? ` REMOVE ${change.remove.map((a) => `#${a}`).join(', ')}` : '';
+  return {
+    TableName: tableName,
+    Key: { [A.key]: lease.key },
+    UpdateExpression: `SET ${sets.join(', ')}${removes}`,
+    ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+  };
+}
+
+/**
+ * Takes a record that expired unfinished out of the recovery index, conditioned on it being the one we read and
+ * still expired: a fresh claim since has another lease token, and keeps its place in the index.
+ */
+export function leaveRecoveryUpdate(tableName: string, record: IdempotencyRecord, now: number) {
+  return {
+    TableName: tableName,
+    Key: { [A.key]: record.key },
+    UpdateExpression: 'REMOVE #recoveryShard, #recoverAt',
+    ConditionExpression: '#leaseToken = :seenToken AND #expiresAt <= :nowSeconds',
+    ExpressionAttributeNames: {
+      '#recoveryShard': A.recoveryShard,
+      '#recoverAt': A.recoverAt,
+      '#leaseToken': A.leaseToken,
+      '#expiresAt': A.expiresAt,
+    },
+    ExpressionAttributeValues: { ':seenToken': record.leaseToken, ':nowSeconds': Math.floor(now / 1000) },
+  };
+}

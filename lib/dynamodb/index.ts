@@ -1,0 +1,14 @@
+/**
+ * The engine's store on DynamoDB: `DynamoDbStore` (claim, commit with staged transaction items, release, recovery),
+ * the table layout it needs (a string partition key, TTL on the expiry attribute, the sparse recovery index), and the
+ * effect type handlers stage: a TransactWriteItems action.
+ */
+export { KEY_ATTRIBUTE, RECOVERY_INDEX, RECOVERY_SHARDS, RecordAttribute, TTL_ATTRIBUTE } from './layout.js';
+export { recoveryShardOf } from './recovery-index.js';
+export {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DynamoDbStore,
+  type DynamoDbStoreOptions,
+  type EffectItem,
+  MAX_TRANSACTION_EFFECTS,
+} from './store.js';
