@@ -162,8 +162,9 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
    * stale owner (taken over after its lease ran out) writes nothing at all, effects included. The record leaves the
    * recovery index, and lives (and replays) for a full TTL from now, however long the operation took to finish.
    *
-   * A commit whose reply was lost may be sent again, by the SDK or by the caller: either way it is recognised as
-   * this owner's own completion and succeeds, rather than being mistaken for a lost lease.
+   * A commit whose reply was lost may be sent again, by the SDK or by the caller, even after DynamoDB has forgotten
+   * the transaction's token: either way it is recognised as this owner's own completion and succeeds, rather than
+   * being mistaken for a lost lease.
    *
    * @throws {LeaseLostError} this owner no longer holds the record; nothing was written.
    * @throws {EffectConditionFailedError} one of the caller's items failed its condition; nothing was written.
@@ -179,6 +180,12 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
     try {
       await this.transact(lease.key, [...effects, { Update: completion }], lease.leaseToken);
     } catch (error) {
+      if (error instanceof LeaseLostError) {
+        // Sent again after DynamoDB forgot the token (10 minutes): the record's condition fails against the
+        // completion our first call wrote, and the effects' against their own rows. Ours: done.
+        if (isOwnCompletion(error.record, lease)) return;
+        throw error;
+      }
       if (!(error instanceof IdempotentParameterMismatchException)) throw error;
       // The token was used within the last 10 minutes with other parameters (a later completedAt): the first call
       // landed if the record is completed under our lease; anything else means we lost it.

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
 import { EffectConditionFailedError, LeaseLostError, ResponseTooLargeError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
-import { type EffectItem, DynamoDbStore } from '../../lib/dynamodb/store';
 import { localClient, localDocumentClient, testDatabase } from '../support/dynamodb';
 import { type DynamoDbFaultProxy, startDynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
 import { engineRequests } from '../support/engine-requests';
@@ -200,6 +200,39 @@ describe('a write whose reply is lost', () => {
     await s.commit(claimed, created, [paymentRow(key, 'once')]);
     expect(await db.itemsUnder(key)).toBe(1);
     expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay' });
+    lossy.destroy();
+  });
+
+  it('recognises its own completion when a commit is sent again after DynamoDB forgot its token', async () => {
+    // DynamoDB keeps a ClientRequestToken 10 minutes. Sent again after that, the transaction runs anew and is
+    // cancelled with [None, ConditionalCheckFailed]: the effect (unconditional) would pass, the completion's fence
+    // fails against our own completion. That is this owner's success, not a lost lease (a 409 for its own work).
+    const { client: lossy, wasLost } = loseFirstReply('TransactWriteItemsCommand', 1);
+    let sent = 0;
+    lossy.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'TransactWriteItemsCommand' && ++sent > 1) {
+          // What DynamoDB sees 10 minutes later: a token it has never seen.
+          (args.input as { ClientRequestToken?: string }).ClientRequestToken = randomUUID();
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'forgetToken' },
+    );
+    const s = new DynamoDbStore({
+      client: localDocumentClient(lossy),
+      tableName: db.idempotencyTable,
+      leaseSeconds: 30,
+    });
+    const key = newKey();
+    const claimed = await acquire(s, key);
+    const unconditional: EffectItem = { Put: { TableName: db.paymentsTable, Item: { pk: key, sk: 'PAYMENT#once' } } };
+    await expect(s.commit(claimed, created, [unconditional])).rejects.toThrow('socket hang up');
+    expect(wasLost()).toBe(true);
+    await s.commit(claimed, created, [unconditional]);
+    expect(sent).toBe(2);
+    expect(await db.itemsUnder(key)).toBe(1);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: created });
     lossy.destroy();
   });
 });
