@@ -233,10 +233,10 @@ async function typecheck(config: string): Promise<string> {
 describe('the packed package', () => {
   it('ships the compiled library, its declarations and the README, and nothing else', () => {
     const outside = packedFiles.filter(
-      (path) => !/^dist\/(engine|http|sqs|natural|client)\/[a-z-]+\.(js|d\.ts)$/.test(path),
+      (path) => !/^dist\/(engine|dynamodb|http|sqs|natural|client)\/[a-z-]+\.(js|d\.ts)$/.test(path),
     );
     expect(outside).toEqual(['LICENSE', 'README.md', 'dist/package.json', 'package.json']);
-    for (const entry of ['engine', 'http', 'sqs', 'natural', 'client']) {
+    for (const entry of ['engine', 'dynamodb', 'http', 'sqs', 'natural', 'client']) {
       expect(packedFiles).toEqual(expect.arrayContaining([`dist/${entry}/index.js`, `dist/${entry}/index.d.ts`]));
     }
   });
@@ -246,6 +246,7 @@ describe('the packed package', () => {
     expect(Object.keys(manifest.exports)).toEqual([
       '.',
       './engine',
+      './dynamodb',
       './http',
       './sqs',
       './natural',
