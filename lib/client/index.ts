@@ -14,6 +14,7 @@ export { ProblemType } from './problem-types.js';
 export {
   type Attempt,
   AttemptError,
+  InvalidResponse,
   type NewPayment,
   type Payment,
   type PaymentResult,

@@ -1,4 +1,5 @@
-import ky, { isHTTPError, isTimeoutError, type RetryOptions } from 'ky';
+import ky, { isHTTPError, isTimeoutError } from 'ky';
+import { readBody, readProblem } from './answer.js';
 import { AttemptLog, type Fetch } from './attempt-log.js';
 import { startDeadline } from './deadline.js';
 import { checkIdempotencyKey, newIdempotencyKey } from './key.js';
@@ -11,15 +12,8 @@ import {
   type PaymentResult,
   type Problem,
 } from './result.js';
-import {
-  backoffCeilingMs,
-  checkRetryPolicy,
-  DEFAULT_RETRY_POLICY,
-  fullJitter,
-  isRetryStatus,
-  RETRY_STATUSES,
-  type RetryPolicy,
-} from './retry-policy.js';
+import { retryLoop } from './retry-loop.js';
+import { checkRetryPolicy, DEFAULT_RETRY_POLICY, isRetryStatus, type RetryPolicy } from './retry-policy.js';
 
 export interface PaymentsClientOptions {
   /** Where the API is: `http://127.0.0.1:3000`, or a deployed stage's URL (its path is kept). */
@@ -58,8 +52,8 @@ interface ClientConfig {
  * waiting as long as the server asks (`Retry-After`) or else backing off with full jitter; bounded by attempts and a
  * deadline, and cancellable. Runs unchanged in browsers and in Node >= 20.
  *
- * The retry loop itself is ky's (a small, widely used fetch wrapper that parses `Retry-After` in both its forms);
- * this class decides what is retried, how long to back off, and turns what happened into a typed result.
+ * The retry loop itself is ky's (a small, widely used fetch wrapper); this class decides what is retried and how
+ * long to wait (`Retry-After` included: see `retryLoop`), and turns what happened into a typed result.
  *
  * @example
  * const client = new PaymentsClient({ baseUrl: 'http://127.0.0.1:3000', apiKey });
@@ -113,17 +107,27 @@ export class PaymentOperation {
    */
   async send(options: SendOptions = {}): Promise<PaymentResult> {
     const { idempotencyKey } = this;
-    const { policy } = this.#config;
+    const { policy, now } = this.#config;
     if (options.signal?.aborted) {
       return { kind: 'no-answer', reason: AttemptError.aborted, idempotencyKey, attempts: [] };
     }
+    const deadlineAt = now() + policy.deadlineMs;
     const deadline = startDeadline(policy.deadlineMs, options.signal);
     const log = new AttemptLog({
       fetch: this.#config.fetch,
-      now: this.#config.now,
+      now,
       deadline: deadline.expired,
       caller: options.signal,
       onAttempt: options.onAttempt,
+    });
+    const retry = retryLoop({
+      policy,
+      method: 'post',
+      retryable: async (response) => isRetryable(response.status, await readProblem(response.clone())),
+      deadlineAt,
+      stopped: deadline.signal,
+      now,
+      random: this.#config.random,
     });
     try {
       const response = await ky.post(this.#config.paymentsUrl, {
@@ -136,27 +140,31 @@ export class PaymentOperation {
         fetch: log.fetch,
         signal: deadline.signal,
         timeout: policy.attemptTimeoutMs,
-        retry: retryOptions(this.#config),
+        retry: retry.options,
       });
+      const { status } = response;
+      const read = readBody(status, await response.text(), readPayment);
+      if (!read.ok) {
+        const { reason, detail } = read;
+        return { kind: 'invalid-response', status, reason, detail, idempotencyKey, attempts: log.attempts };
+      }
       return {
         kind: 'success',
-        status: response.status,
-        payment: (await response.json()) as Payment,
+        status,
+        payment: read.body,
         replayed: response.headers.get('idempotent-replayed') === 'true',
         idempotencyKey,
         attempts: log.attempts,
       };
     } catch (error) {
       if (isHTTPError(error)) {
+        const { status } = error.response;
         const problem = await readProblem(error.response);
-        return {
-          kind: 'problem',
-          status: error.response.status,
-          problem,
-          retryable: isRetryable(error.response.status, problem.type),
-          idempotencyKey,
-          attempts: log.attempts,
-        };
+        const { attempts } = log;
+        if (retry.retryAt !== undefined) {
+          return { kind: 'retry-later', status, problem, retryAt: retry.retryAt, idempotencyKey, attempts };
+        }
+        return { kind: 'problem', status, problem, retryable: isRetryable(status, problem), idempotencyKey, attempts };
       }
       return {
         kind: 'no-answer',
@@ -170,29 +178,24 @@ export class PaymentOperation {
   }
 }
 
-/** ky's retry loop, set to the policy: POST is retried (the key makes it safe), only on {@link RETRY_STATUSES}. */
-function retryOptions({ policy, random }: ClientConfig): RetryOptions {
-  return {
-    limit: policy.maxAttempts - 1,
-    methods: ['post'],
-    statusCodes: [...RETRY_STATUSES],
-    // Every status we retry may carry Retry-After, and when it does it is followed exactly, without jitter.
-    afterStatusCodes: [...RETRY_STATUSES],
-    // The ceiling is capped here, before the jitter: full jitter draws from [0, min(cap, base * 2^n)).
-    delay: (retry) => backoffCeilingMs(retry, policy),
-    jitter: (ceilingMs) => fullJitter(ceilingMs, random),
-    retryOnTimeout: true,
-    // A 409 is retried only when it says the original is still running; undefined leaves the rest to the rules above.
-    shouldRetry: async ({ error }) => {
-      if (!isHTTPError(error) || error.response.status !== 409) return undefined;
-      const problem = await readProblem(error.response.clone());
-      return problem.type === ProblemType.requestInFlight ? undefined : false;
-    },
-  };
+/** A 409 is retried only when it says the original is still running; the other retry statuses always are. */
+function isRetryable(status: number, problem: Problem): boolean {
+  return isRetryStatus(status) && (status !== 409 || problem.type === ProblemType.requestInFlight);
 }
 
-function isRetryable(status: number, problemType: string): boolean {
-  return isRetryStatus(status) && (status !== 409 || problemType === ProblemType.requestInFlight);
+/** A payment as the API answers it; anything else (`null`, a payment without its id) is refused. */
+function readPayment(body: unknown): Payment {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new TypeError('not a JSON object');
+  const fields = body as Record<string, unknown>;
+  for (const name of ['id', 'currency', 'source', 'status', 'charge_id', 'created_at'] as const) {
+    if (typeof fields[name] !== 'string') throw new TypeError(`${name} is not a string`);
+  }
+  if (typeof fields.amount !== 'number') throw new TypeError('amount is not a number');
+  for (const name of ['description', 'settled_at'] as const) {
+    const value = fields[name];
+    if (value !== null && typeof value !== 'string') throw new TypeError(`${name} is not a string or null`);
+  }
+  return body as Payment;
 }
 
 /**
@@ -211,29 +214,6 @@ function noAnswerReason(
   const last = attempts.at(-1);
   if (last?.kind === 'error') return last.error;
   throw error;
-}
-
-/** The problem+json body; a body that isn't one (a proxy's HTML error page, say) becomes a minimal problem. */
-async function readProblem(response: Response): Promise<Problem> {
-  const fallback: Problem = {
-    type: 'about:blank',
-    title: response.statusText || `HTTP ${response.status}`,
-    status: response.status,
-  };
-  let body: unknown;
-  try {
-    body = await response.json();
-  } catch {
-    return fallback;
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return fallback;
-  const fields = body as Record<string, unknown>;
-  return {
-    ...fields,
-    type: typeof fields.type === 'string' ? fields.type : fallback.type,
-    title: typeof fields.title === 'string' ? fields.title : fallback.title,
-    status: typeof fields.status === 'number' ? fields.status : fallback.status,
-  };
 }
 
 /** `base` + `/path`, keeping any path `base` has (a deployed stage: `https://…/prod` → `https://…/prod/payments`). */

@@ -71,6 +71,17 @@ export type Attempt = {
   | { readonly kind: 'error'; readonly error: AttemptError }
 );
 
+/** Why a 2xx answer could not be taken as the success it claims to be. */
+export const InvalidResponse = {
+  /** No body where one was due. */
+  emptyBody: 'empty-body',
+  /** A body that is not JSON (a proxy's HTML page, a truncated document). */
+  notJson: 'not-json',
+  /** JSON, but not what the endpoint answers (`null`, a payment without its id). */
+  rejected: 'rejected',
+} as const;
+export type InvalidResponse = (typeof InvalidResponse)[keyof typeof InvalidResponse];
+
 interface Sent {
   /** The key every attempt carried; keep it to send the same operation again. */
   readonly idempotencyKey: string;
@@ -94,6 +105,29 @@ export type PaymentResult =
        * again later with the same key is safe. False for a final answer (400, 401, 402, 404, 422, ...).
        */
       readonly retryable: boolean;
+    })
+  | (Sent & {
+      /**
+       * The server asked for a wait (`Retry-After`) that ends at or after the operation's deadline. Nothing was
+       * retried early: the operation is not done, and sending it again with the same key from `retryAt` on is safe.
+       */
+      readonly kind: 'retry-later';
+      readonly status: number;
+      readonly problem: Problem;
+      /** Epoch milliseconds: when the server said to come back. */
+      readonly retryAt: number;
+    })
+  | (Sent & {
+      /**
+       * A 2xx whose body is not what it claims: empty, not JSON, or not the endpoint's answer. The server may have
+       * done the work (it said so); a resend with the same key gets its stored answer, which may be just as broken.
+       * Not retried: it is a server or proxy fault to report, not a state to wait out.
+       */
+      readonly kind: 'invalid-response';
+      readonly status: number;
+      readonly reason: InvalidResponse;
+      /** What was wrong, in words, for a log. */
+      readonly detail: string;
     })
   | (Sent & {
       /**

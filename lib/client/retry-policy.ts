@@ -63,6 +63,22 @@ export function fullJitter(ceilingMs: number, random: () => number): number {
   return random() * ceilingMs;
 }
 
+/**
+ * How long a usable `Retry-After` (delay-seconds or an HTTP-date, see `usableRetryAfter`) asks to wait from `now`,
+ * in milliseconds; a date already past asks for no wait. Read here rather than by the retry loop: ky takes a number
+ * of seconds that reaches past 2024-01-01 when read as epoch seconds for a timestamp, and `1750000000` (about 55
+ * years) became a retry a few milliseconds later.
+ *
+ * @example
+ * retryAfterMs('2', now); // 2000
+ * retryAfterMs(new Date(now + 3000).toUTCString(), now); // about 3000 (an HTTP-date has whole seconds)
+ */
+export function retryAfterMs(retryAfter: string, now: number): number {
+  const trimmed = retryAfter.trim();
+  const ms = /^\d+$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - now;
+  return Math.max(0, ms);
+}
+
 /** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 

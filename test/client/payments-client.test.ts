@@ -46,12 +46,13 @@ function clientFor(
   return { client, requests: scripted.requests };
 }
 
-/** Lets fake time pass until the operation settles; the client never rejects, so this never hides an error. */
+/** Lets fake time pass until the operation settles; a rejection (the client must never reject) fails the test. */
 async function settle(pending: Promise<PaymentResult>): Promise<PaymentResult & { elapsedMs: number }> {
   let settledAt: number | undefined;
-  void pending.then(() => {
+  const settled = () => {
     settledAt = Date.now();
-  });
+  };
+  void pending.then(settled, settled);
   while (settledAt === undefined) await jest.advanceTimersByTimeAsync(25);
   return { ...(await pending), elapsedMs: settledAt - START };
 }
@@ -263,14 +264,79 @@ describe('PaymentsClient', () => {
     });
   });
 
-  describe('deadline', () => {
-    it('stops at the deadline in the middle of a Retry-After wait, without another attempt', async () => {
-      const { client, requests } = clientFor([unavailable(503, { 'Retry-After': '30' })], {
+  describe('a wait longer than the deadline allows', () => {
+    it('ends at once with retry-later and when to come back, rather than waiting out the deadline', async () => {
+      const { client, requests } = clientFor([unavailable(503, { 'Retry-After': '30' }), created()], {
         retry: { deadlineMs: 5000 },
       });
       const result = await settle(client.preparePayment(card).send());
-      expect(result).toMatchObject({ kind: 'no-answer', reason: 'deadline', elapsedMs: 5000 });
+      expect(result).toMatchObject({ kind: 'retry-later', status: 503, retryAt: START + 30_000, elapsedMs: 0 });
+      if (result.kind === 'retry-later') expect(result.problem.type).toBe(ProblemType.processorUnavailable);
       expect(statuses(result.attempts)).toEqual([503]);
+      expect(requests).toHaveLength(1);
+    });
+
+    it('never retries early on a Retry-After of valid delay-seconds that reads like a timestamp (55 years)', async () => {
+      // ky takes a number of seconds past 2024-01-01 as epoch seconds, and retried this one after about 5 ms.
+      const { client, requests } = clientFor([unavailable(503, { 'Retry-After': '1750000000' }), created()]);
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'retry-later', status: 503, retryAt: START + 1_750_000_000_000 });
+      expect(requests).toHaveLength(1);
+    });
+
+    it('takes an HTTP-date past the deadline as the time to come back', async () => {
+      const at = new Date(START + 2 * 3_600_000).toUTCString();
+      const { client, requests } = clientFor([problem(429, 'about:blank', { 'Retry-After': at }), created()]);
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'retry-later', status: 429, retryAt: START + 2 * 3_600_000 });
+      expect(requests).toHaveLength(1);
+    });
+
+    it('applies to a duplicate in flight too', async () => {
+      const { client, requests } = clientFor([inFlight('120'), created()]);
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'retry-later', status: 409, retryAt: START + 120_000 });
+      expect(requests).toHaveLength(1);
+    });
+
+    it('still waits a Retry-After that fits in what is left of the deadline', async () => {
+      const { client } = clientFor([unavailable(503, { 'Retry-After': '4' }), created()], {
+        retry: { deadlineMs: 5000 },
+      });
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'success', elapsedMs: 4000 });
+      expect(waits(result.attempts)).toEqual([0, 4000]);
+    });
+  });
+
+  describe('an answer that is not what it claims', () => {
+    it.each([
+      ['an empty 201', new Response('', { status: 201 }), 'empty-body'],
+      ['a 201 whose body is not JSON', new Response('<h1>Created</h1>', { status: 201 }), 'not-json'],
+      ['a 200 with null', Response.json(null, { status: 200 }), 'rejected'],
+      [
+        'a 201 with a payment missing its id',
+        Response.json({ ...payment, id: undefined }, { status: 201 }),
+        'rejected',
+      ],
+    ])('reports %s as an invalid response, not a success and not a throw', async (_name, answer, reason) => {
+      const { client, requests } = clientFor([answer, created()]);
+      const operation = client.preparePayment(card);
+      const result = await settle(operation.send());
+      expect(result).toMatchObject({ kind: 'invalid-response', status: answer.status, reason });
+      expect(result).toMatchObject({ idempotencyKey: operation.idempotencyKey });
+      expect(statuses(result.attempts)).toEqual([answer.status]);
+      expect(requests).toHaveLength(1);
+    });
+  });
+
+  describe('deadline', () => {
+    it('stops at the deadline in the middle of a backoff wait, without another attempt', async () => {
+      const { client, requests } = clientFor(['network-error', created()], {
+        retry: { deadlineMs: 2000, baseDelayMs: 10_000 },
+      });
+      const result = await settle(client.preparePayment(card).send());
+      expect(result).toMatchObject({ kind: 'no-answer', reason: 'deadline', elapsedMs: 2000 });
       expect(requests).toHaveLength(1);
     });
 

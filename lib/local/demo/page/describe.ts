@@ -43,6 +43,10 @@ export function describeResult(result: PaymentResult): string {
       return `→ ${result.payment.id}`;
     case 'problem':
       return `→ ${result.status} ${result.problem.title}`;
+    case 'retry-later':
+      return `→ ${result.status}, come back at ${new Date(result.retryAt).toLocaleTimeString()}`;
+    case 'invalid-response':
+      return `→ ${result.status} with an unreadable body (${result.reason})`;
     case 'no-answer':
       return `→ gave up (${result.reason})`;
   }
