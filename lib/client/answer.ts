@@ -12,7 +12,7 @@ export type ReadBody<T> =
  * Reads a 2xx answer's body as JSON and hands it to `parse`, which returns what the caller's endpoint answers or
  * throws for anything else. Never throws itself: an empty body, a body that isn't JSON and a body `parse` refuses
  * are each an answer to report, not an exception for the caller to catch (a 201 with an empty body once made the
- * client throw `SyntaxError`, and a 200 with `null` once passed for a payment).
+ * client throw `SyntaxError`, and a 200 with `null` once passed for a success).
  */
 export function readBody<T>(status: number, text: string, parse: (body: unknown) => T): ReadBody<T> {
   let body: unknown;

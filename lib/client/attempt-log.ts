@@ -21,7 +21,7 @@ const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
  * Sits between the retry loop and the real `fetch`, and writes down every attempt: when it started, how long the
  * client had waited, and what came back. It also reads each response whole and hands on a copy, so that every
  * attempt's body is released (retried responses would otherwise hold their connection) and the final one can still
- * be parsed; payments API bodies are small JSON documents.
+ * be parsed; the bodies of idempotent JSON APIs are small documents.
  */
 export class AttemptLog {
   readonly attempts: Attempt[] = [];

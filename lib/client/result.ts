@@ -1,33 +1,11 @@
 /**
- * What the client hands back. Expected outcomes are values, not exceptions: a decline, a key reused with another
- * body, a processor that stayed down, a deadline that passed. Each carries the key it was sent under and every
- * attempt made, so a caller can log exactly what happened and send the same operation again later.
+ * What the client hands back. Expected outcomes are values, not exceptions: a refusal, a key reused with another
+ * body, a dependency that stayed down, a deadline that passed, an answer that made no sense. Each carries the key it
+ * was sent under and every attempt made, so a caller can log exactly what happened and send the same operation again
+ * later.
  */
 
-/** `POST /payments` body. */
-export interface NewPayment {
-  /** In minor units (cents). */
-  readonly amount: number;
-  /** Lower-case ISO 4217, e.g. `usd`. */
-  readonly currency: string;
-  readonly source: string;
-  readonly description?: string;
-}
-
-/** A payment as the API returns it. */
-export interface Payment {
-  readonly id: string;
-  readonly amount: number;
-  readonly currency: string;
-  readonly source: string;
-  readonly description: string | null;
-  readonly status: string;
-  readonly charge_id: string;
-  readonly created_at: string;
-  readonly settled_at: string | null;
-}
-
-/** An RFC 9457 problem, as the API sends it (`application/problem+json`), extensions included. */
+/** An RFC 9457 problem, as the server sends it (`application/problem+json`), extensions included. */
 export interface Problem {
   readonly type: string;
   readonly title: string;
@@ -77,7 +55,7 @@ export const InvalidResponse = {
   emptyBody: 'empty-body',
   /** A body that is not JSON (a proxy's HTML page, a truncated document). */
   notJson: 'not-json',
-  /** JSON, but not what the endpoint answers (`null`, a payment without its id). */
+  /** JSON, but refused by the operation's `parse` (`null` where an object was due, an object missing its id). */
   rejected: 'rejected',
 } as const;
 export type InvalidResponse = (typeof InvalidResponse)[keyof typeof InvalidResponse];
@@ -88,11 +66,15 @@ interface Sent {
   readonly attempts: readonly Attempt[];
 }
 
-export type PaymentResult =
+/** How one `send()` of an operation ended; `T` is what the operation's `parse` returns. */
+export type OperationResult<T> =
   | (Sent & {
       readonly kind: 'success';
       readonly status: number;
-      readonly payment: Payment;
+      /** The answer's JSON body, as the operation's `parse` returned it (`undefined` for a 204 or 205). */
+      readonly body: T;
+      /** The answer's headers (`Location`, `ETag`, ...). */
+      readonly headers: Headers;
       /** The server answered from its record of an earlier attempt with this key (`Idempotent-Replayed`). */
       readonly replayed: boolean;
     })
@@ -132,7 +114,7 @@ export type PaymentResult =
   | (Sent & {
       /**
        * The last attempt got no answer (network, timeout), or the deadline or the caller stopped the client. The
-       * payment may or may not exist: send the same operation again, with the same key, to find out.
+       * operation may or may not have taken effect: send it again, with the same key, to find out.
        */
       readonly kind: 'no-answer';
       readonly reason: AttemptError;

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PaymentsClient } from '../../lib/client';
-import { card, payment } from './scripted-fetch';
+import { RetrySafeClient } from '../../lib/client';
+import { order, placed, readOrder } from './scripted-fetch';
 
 /**
  * The client against a real HTTP server on loopback, with the real `fetch`, the real ky and real timers: what a
@@ -36,7 +36,8 @@ beforeEach(() => {
   received = [];
 });
 
-const client = () => new PaymentsClient({ baseUrl, apiKey: 'sk_test_http' });
+/** An order placed through a new client, as an application would after a reload. */
+const placeOrder = () => new RetrySafeClient({ baseUrl }).prepare({ url: 'orders', body: order, parse: readOrder });
 
 function json(status: number, body: unknown, headers: Record<string, string> = {}): Answer {
   return (_request, response) => {
@@ -52,20 +53,20 @@ function unavailable(retryAfter: string): Answer {
   };
 }
 
-describe('PaymentsClient over real HTTP', () => {
+describe('RetrySafeClient over real HTTP', () => {
   it('comes back later, not after a few milliseconds, when Retry-After is 1750000000 seconds', async () => {
-    answers = [unavailable('1750000000'), json(201, payment)];
+    answers = [unavailable('1750000000'), json(201, placed)];
     const before = Date.now();
-    const result = await client().preparePayment(card).send();
+    const result = await placeOrder().send();
     expect(result.kind).toBe('retry-later');
     if (result.kind === 'retry-later') expect(result.retryAt).toBeGreaterThanOrEqual(before + 1_750_000_000_000);
     expect(received).toHaveLength(1);
   });
 
   it('waits a short Retry-After for real, then succeeds under the same key', async () => {
-    answers = [unavailable('1'), json(201, payment)];
-    const result = await client().preparePayment(card).send();
-    expect(result).toMatchObject({ kind: 'success', payment });
+    answers = [unavailable('1'), json(201, placed)];
+    const result = await placeOrder().send();
+    expect(result).toMatchObject({ kind: 'success', body: placed });
     expect(received).toHaveLength(2);
     expect(received[1]?.key).toBe(received[0]?.key);
     expect((received[1]?.at ?? 0) - (received[0]?.at ?? 0)).toBeGreaterThanOrEqual(990);
@@ -80,16 +81,16 @@ describe('PaymentsClient over real HTTP', () => {
     ],
     ['a 200 with null', json(200, null), 'rejected'],
   ])('reports %s as an invalid response, without retrying', async (_name, answer, reason) => {
-    answers = [answer, json(201, payment)];
-    const result = await client().preparePayment(card).send();
+    answers = [answer, json(201, placed)];
+    const result = await placeOrder().send();
     expect(result).toMatchObject({ kind: 'invalid-response', reason });
     expect(received).toHaveLength(1);
   });
 
   it('retries a connection dropped before the answer, under the same key', async () => {
-    answers = [(request) => request.socket.destroy(), json(201, payment)];
-    const result = await client().preparePayment(card).send();
-    expect(result).toMatchObject({ kind: 'success', payment });
+    answers = [(request) => request.socket.destroy(), json(201, placed)];
+    const result = await placeOrder().send();
+    expect(result).toMatchObject({ kind: 'success', body: placed });
     if (result.kind === 'success') expect(result.attempts[0]).toMatchObject({ kind: 'error', error: 'network' });
     expect(received.map((request) => request.key)).toEqual([received[0]?.key, received[0]?.key]);
   });

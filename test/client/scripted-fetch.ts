@@ -1,5 +1,4 @@
-import type { Fetch } from '../../lib/client';
-import { ProblemType } from '../../lib/client';
+import { type Fetch, IdempotencyProblemType } from '../../lib/client';
 
 /**
  * A `fetch` that answers from a script, one step per call, and keeps every request it was sent. It honours the
@@ -32,24 +31,26 @@ export function scriptedFetch(steps: readonly Step[]): ScriptedFetch {
   return { fetch, requests };
 }
 
-export const card = { amount: 4200, currency: 'usd', source: 'tok_visa' } as const;
+/** An order, the example operation of these tests: the client knows nothing of what it sends. */
+export const order = { sku: 'book-42', quantity: 1 } as const;
 
-export const payment = {
-  id: 'pay_1',
-  amount: 4200,
-  currency: 'usd',
-  source: 'tok_visa',
-  description: null,
-  status: 'succeeded',
-  charge_id: 'ch_1',
-  created_at: '2026-01-01T00:00:00.000Z',
-  settled_at: null,
-};
+/** What the example API answers for it. */
+export const placed = { id: 'ord_1', sku: 'book-42', quantity: 1, status: 'placed' };
+
+export const UNAVAILABLE = 'https://example.com/problems/dependency-unavailable';
+
+/** The parse an operation on the example API passes: an order with an id, or a throw. */
+export function readOrder(body: unknown): typeof placed {
+  if (typeof body !== 'object' || body === null || typeof (body as { id?: unknown }).id !== 'string') {
+    throw new TypeError('not an order');
+  }
+  return body as typeof placed;
+}
 
 export function created(options: { replayed?: boolean } = {}): Response {
-  const headers: Record<string, string> = { 'Content-Type': 'application/json', Location: '/payments/pay_1' };
+  const headers: Record<string, string> = { 'Content-Type': 'application/json', Location: '/orders/ord_1' };
   if (options.replayed) headers['Idempotent-Replayed'] = 'true';
-  return new Response(JSON.stringify(payment), { status: 201, headers });
+  return new Response(JSON.stringify(placed), { status: 201, headers });
 }
 
 export function problem(
@@ -65,11 +66,11 @@ export function problem(
 }
 
 export function inFlight(retryAfter = '1'): Response {
-  return problem(409, ProblemType.requestInFlight, { 'Retry-After': retryAfter });
+  return problem(409, IdempotencyProblemType.requestInFlight, { 'Retry-After': retryAfter });
 }
 
 export function unavailable(status = 503, headers: Record<string, string> = {}): Response {
-  return problem(status, ProblemType.processorUnavailable, headers);
+  return problem(status, UNAVAILABLE, headers);
 }
 
 export function idempotencyKeys(requests: readonly Request[]): (string | null)[] {
