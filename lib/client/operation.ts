@@ -1,4 +1,4 @@
-import ky, { isHTTPError, isTimeoutError } from 'ky';
+import ky, { isHTTPError } from 'ky';
 import { readBody, readProblem } from './answer.js';
 import { AttemptLog, type Fetch } from './attempt-log.js';
 import { startDeadline } from './deadline.js';
@@ -84,6 +84,7 @@ export class PreparedOperation<TResult, TBody> implements Operation<TResult, TBo
     const log = new AttemptLog({
       fetch: settings.fetch,
       now,
+      attemptTimeoutMs: policy.attemptTimeoutMs,
       deadline: deadline.expired,
       caller: options.signal,
       onAttempt: options.onAttempt,
@@ -106,7 +107,8 @@ export class PreparedOperation<TResult, TBody> implements Operation<TResult, TBo
         body: settings.json,
         fetch: log.fetch,
         signal: deadline.signal,
-        timeout: policy.attemptTimeoutMs,
+        // The attempt log times each attempt out itself (see AttemptLog): ky's timer would leave the attempt running.
+        timeout: false,
         retry: retry.options,
       });
       const { status, headers } = response;
@@ -152,7 +154,6 @@ function noAnswerReason(
 ): AttemptError {
   if (expired.aborted) return AttemptError.deadline;
   if (caller?.aborted) return AttemptError.aborted;
-  if (isTimeoutError(error)) return AttemptError.timeout;
   const last = attempts.at(-1);
   if (last?.kind === 'error') return last.error;
   throw error;

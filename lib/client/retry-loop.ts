@@ -28,7 +28,7 @@ export interface RetryLoop {
 /**
  * ky's retry loop, with every decision taken here: whether to retry (`shouldRetry` answers true or false, never
  * "ky's default"), and how long to wait. ky still counts attempts, waits (cut short by the deadline or the caller's
- * signal), times each attempt out and sends again.
+ * signal) and sends again; the attempt log times each attempt out.
  *
  * The server's `Retry-After` is read here, not by ky: ky takes delay-seconds that would pass 2024-01-01 as epoch
  * seconds for a timestamp (`Retry-After: 1750000000`, valid and about 55 years, was retried a few milliseconds

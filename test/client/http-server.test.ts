@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RetrySafeClient } from '../../lib/client';
+import { collectGarbage } from '../support/garbage';
 import { order, placed, readOrder } from './scripted-fetch';
 
 /**
@@ -85,6 +86,30 @@ describe('RetrySafeClient over real HTTP', () => {
     const result = await placeOrder().send();
     expect(result).toMatchObject({ kind: 'invalid-response', reason });
     expect(received).toHaveLength(1);
+  });
+
+  it('cancels a retried attempt on the wire when the caller aborts, even after a garbage collection', async () => {
+    // Node's fetch loses the abort of a cloned request after a GC (nodejs/undici#4068); ky sends every retry as one.
+    let closed: Promise<number> | undefined;
+    const hang: Answer = (request) => {
+      closed = new Promise((resolve) => request.socket.once('close', () => resolve(Date.now())));
+    };
+    answers = [unavailable('0'), hang];
+    const controller = new AbortController();
+    const operation = new RetrySafeClient({ baseUrl, retry: { attemptTimeoutMs: 10_000 } }).prepare({
+      url: 'orders',
+      body: order,
+      parse: readOrder,
+    });
+    const pending = operation.send({ signal: controller.signal });
+    while (received.length < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+    collectGarbage();
+    const abortedAt = Date.now();
+    controller.abort();
+    const result = await pending;
+    expect(result).toMatchObject({ kind: 'no-answer', reason: 'aborted' });
+    expect(Date.now() - abortedAt).toBeLessThan(2000);
+    expect((await closed) ?? Number.POSITIVE_INFINITY).toBeLessThan(abortedAt + 2000);
   });
 
   it('retries a connection dropped before the answer, under the same key', async () => {

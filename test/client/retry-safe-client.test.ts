@@ -6,6 +6,7 @@ import {
   RetrySafeClient,
   type RetrySafeClientOptions,
 } from '../../lib/client';
+import { collectGarbage } from '../support/garbage';
 import {
   created,
   idempotencyKeys,
@@ -45,7 +46,7 @@ function clientFor(steps: readonly Step[], options: RetrySafeClientOptions = {})
   /** An order placed through the example API: POST /orders, read by `readOrder`. */
   const placeOrder = (request: Partial<OperationRequest<typeof placed, typeof order>> = {}) =>
     client.prepare({ url: 'orders', body: order, parse: readOrder, ...request });
-  return { client, placeOrder, requests: scripted.requests };
+  return { client, placeOrder, requests: scripted.requests, signals: scripted.signals };
 }
 
 /** Lets fake time pass until the operation settles; a rejection (the client must never reject) fails the test. */
@@ -432,11 +433,26 @@ describe('RetrySafeClient', () => {
     });
 
     it('stops at the deadline in the middle of a slow attempt, and cancels it', async () => {
-      const { placeOrder, requests } = clientFor(['hang'], { retry: { deadlineMs: 2000, attemptTimeoutMs: 10_000 } });
+      const { placeOrder, signals } = clientFor(['hang'], { retry: { deadlineMs: 2000, attemptTimeoutMs: 10_000 } });
       const result = await settle(placeOrder().send());
       expect(result).toMatchObject({ kind: 'no-answer', reason: 'deadline', elapsedMs: 2000 });
       expect(statuses(result.attempts)).toEqual(['deadline']);
-      expect(requests[0]?.signal.aborted).toBe(true);
+      expect(signals[0]?.aborted).toBe(true);
+    });
+
+    it('stops at the deadline in the middle of a retried attempt, even after a garbage collection', async () => {
+      // A retried attempt is sent as a clone of the request, and in Node's fetch a clone's signal stops following its
+      // source after a GC (nodejs/undici#4068): an abort that rides on it never reaches the attempt.
+      const { placeOrder, signals } = clientFor(['network-error', 'hang'], {
+        retry: { deadlineMs: 2000, attemptTimeoutMs: 10_000 },
+      });
+      const pending = placeOrder().send();
+      await jest.advanceTimersByTimeAsync(1000); // the network error, a backoff of 125 ms, then the hanging retry
+      collectGarbage();
+      const result = await settle(pending);
+      expect(result).toMatchObject({ kind: 'no-answer', reason: 'deadline', elapsedMs: 2000 });
+      expect(statuses(result.attempts)).toEqual(['network', 'deadline']);
+      expect(signals[1]?.aborted).toBe(true);
     });
 
     it('leaves no timer behind once the operation is over', async () => {
@@ -457,13 +473,26 @@ describe('RetrySafeClient', () => {
     });
 
     it('cancels the attempt in flight when the caller aborts', async () => {
-      const { placeOrder, requests } = clientFor(['hang']);
+      const { placeOrder, signals } = clientFor(['hang']);
       const controller = new AbortController();
       setTimeout(() => controller.abort(), 700);
       const result = await settle(placeOrder().send({ signal: controller.signal }));
       expect(result).toMatchObject({ kind: 'no-answer', reason: 'aborted', elapsedMs: 700 });
       expect(statuses(result.attempts)).toEqual(['aborted']);
-      expect(requests[0]?.signal.aborted).toBe(true);
+      expect(signals[0]?.aborted).toBe(true);
+    });
+
+    it('cancels a retried attempt when the caller aborts, even after a garbage collection', async () => {
+      const { placeOrder, signals } = clientFor(['network-error', 'hang']);
+      const controller = new AbortController();
+      const pending = placeOrder().send({ signal: controller.signal });
+      await jest.advanceTimersByTimeAsync(1000);
+      collectGarbage();
+      controller.abort();
+      const result = await settle(pending);
+      expect(result).toMatchObject({ kind: 'no-answer', reason: 'aborted', elapsedMs: 1000 });
+      expect(statuses(result.attempts)).toEqual(['network', 'aborted']);
+      expect(signals[1]?.aborted).toBe(true);
     });
 
     it('sends nothing for a signal that is already aborted', async () => {

@@ -2,33 +2,42 @@ import { type Fetch, IdempotencyProblemType } from '../../lib/client';
 
 /**
  * A `fetch` that answers from a script, one step per call, and keeps every request it was sent. It honours the
- * request's signal the way a real fetch does, so timeouts, deadlines and aborts reach it as they would the network.
+ * caller's signal the way a real fetch does, so timeouts, deadlines and aborts reach it as they would the network.
+ *
+ * It listens on the signal it was given, not on the signal of its own copy of the request: a copy's signal follows
+ * the original through a weak reference in Node's fetch (nodejs/undici#4068), and once the copy's controller is
+ * collected an abort no longer reaches it.
  */
 export type Step = Response | 'network-error' | 'hang';
 
 export interface ScriptedFetch {
   readonly fetch: Fetch;
+  /** Each request as sent (method, URL, headers, body). */
   readonly requests: Request[];
+  /** The signal each request was sent with, by the caller (ky): what an abort or a timeout fires. */
+  readonly signals: AbortSignal[];
 }
 
 export function scriptedFetch(steps: readonly Step[]): ScriptedFetch {
   const script = [...steps];
   const requests: Request[] = [];
+  const signals: AbortSignal[] = [];
   const fetch: Fetch = async (input, init) => {
-    const request = new Request(input, init);
-    requests.push(request);
+    const signal = init?.signal ?? (input instanceof Request ? input.signal : new AbortController().signal);
+    requests.push(new Request(input, init));
+    signals.push(signal);
     const step = script.shift();
     if (step === undefined) throw new Error(`the script has no step for request ${requests.length}`);
-    request.signal.throwIfAborted();
+    signal.throwIfAborted();
     if (step === 'network-error') throw new TypeError('fetch failed');
     if (step === 'hang') {
       return new Promise<Response>((_resolve, reject) => {
-        request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true });
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       });
     }
     return step;
   };
-  return { fetch, requests };
+  return { fetch, requests, signals };
 }
 
 /** An order, the example operation of these tests: the client knows nothing of what it sends. */
