@@ -68,6 +68,7 @@ export function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
     downstreamKey: record.downstreamKey,
     fingerprint: record.fingerprint,
     attempt: record.attempt,
+    createdAt: record.createdAt,
     takeover,
     recoverable: record.recoverAt !== undefined,
   };

@@ -27,6 +27,12 @@ export { type MakeIdempotentOptions, makeIdempotent } from './make-idempotent.js
 export { type AttemptEnd, ClaimedOperation, type IdempotencyHandle, type Settlement } from './operation.js';
 export { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
 export {
+  DEFAULT_REPLAY_CACHE_BYTES,
+  DEFAULT_REPLAY_CACHE_ENTRIES,
+  ReplayCache,
+  type ReplayCacheOptions,
+} from './replay-cache.js';
+export {
   type RecoverDueOptions,
   type RecoveryReport,
   type RecoveryResolver,

@@ -162,6 +162,7 @@ function leaseIn(op: Operation, pending: Record<string, unknown> | undefined): L
     downstreamKey: String(pending.downstreamKey),
     fingerprint: op.fingerprint,
     attempt: Number(pending.attempt),
+    createdAt: Number(pending.createdAt),
     takeover: false,
     recoverable: pending.recoverAt !== undefined,
   };
