@@ -21,7 +21,7 @@ export {
 } from './contract.js';
 export { type Decision, decide, isExpired, isOwnCompletion, leaseOf } from './decide.js';
 export * from './errors.js';
-export { type FingerprintInput, fingerprint } from './fingerprint.js';
+export { type FingerprintInput, fingerprint, selectedKey, selectionFingerprint } from './fingerprint.js';
 export { type KeyScope, MAX_KEY_LENGTH, parseIdempotencyKey, scopedKey } from './key.js';
 export { type MakeIdempotentOptions, makeIdempotent } from './make-idempotent.js';
 export { type AttemptEnd, ClaimedOperation, type IdempotencyHandle, type Settlement } from './operation.js';
