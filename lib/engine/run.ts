@@ -3,6 +3,7 @@ import { ContendedError, type LeaseLostError } from './errors.js';
 import { ClaimedOperation, type IdempotencyHandle } from './operation.js';
 import type { IdempotencyRecord, Lease, StoredResponse } from './record.js';
 import { resultOf, storedResult } from './result.js';
+import { idempotencyDisabled, unrecordedOperation } from './switch.js';
 
 /**
  * The one lifecycle of an idempotent operation, which every adapter is a thin skin over:
@@ -108,6 +109,8 @@ export async function beginOperation<TEffect>(
   options: LifecycleOptions = {},
 ): Promise<Began<TEffect>> {
   const { key } = identity;
+  // Switched off for a unit test: the work runs every time, and nothing is recorded.
+  if (idempotencyDisabled()) return { kind: 'acquired', operation: unrecordedOperation(store, identity) };
   let claimed: Awaited<ReturnType<IdempotencyStore<TEffect>['claim']>>;
   try {
     claimed = await store.claim(key, identity.fingerprint, claimOptions(store, options));
