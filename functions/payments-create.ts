@@ -5,6 +5,7 @@ import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import { systemClock } from 'keystone-idempotency/engine';
 import {
   httpIdempotency,
+  lambdaHandler,
   problemErrorHandler,
   requireAccountId,
   validateJsonBody,
@@ -35,10 +36,12 @@ async function createPaymentHandler(
   return createPayment(deps, { accountId, body: context.body, idempotency: context.idempotency });
 }
 
-export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, PaymentContext>(createPaymentHandler)
-  .use(tracing('payments', [documentClient()]))
-  .use(publishMetrics(metrics))
-  .use(problemErrorHandler({ logger }))
-  .use(validateJsonBody(PaymentRequest))
-  // Recoverable: a charge whose client never comes back is finished by settlement or the completer.
-  .use(httpIdempotency({ store, logger, metrics, recoverable: true }));
+export const handler = lambdaHandler(
+  middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, PaymentContext>(createPaymentHandler)
+    .use(tracing('payments', [documentClient()]))
+    .use(publishMetrics(metrics))
+    .use(problemErrorHandler({ logger }))
+    .use(validateJsonBody(PaymentRequest))
+    // Recoverable: a charge whose client never comes back is finished by settlement or the completer.
+    .use(httpIdempotency({ store, logger, metrics, recoverable: true })),
+);

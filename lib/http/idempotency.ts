@@ -6,7 +6,7 @@ import { InvalidKeyError } from '../engine/errors.js';
 import { fingerprint } from '../engine/fingerprint.js';
 import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
 import type { AttemptEnd, ClaimedOperation, IdempotencyHandle, Settlement } from '../engine/operation.js';
-import type { StoredResponse } from '../engine/record.js';
+import type { IdempotencyRecord, StoredResponse } from '../engine/record.js';
 import { beginOperation } from '../engine/run.js';
 import { accountIdOf } from './account.js';
 import { answersEarly } from './early-response.js';
@@ -53,6 +53,12 @@ export interface HttpIdempotencyOptions<TEffect> {
    * are {@link IdempotencyMetric}'s values.
    */
   readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
+  /**
+   * Runs on every replay, with the response about to be sent (the stored one, `Idempotent-Replayed: true` added)
+   * and the operation's record; what it returns is sent. Powertools' `responseHook`: add headers to replays, say.
+   * Never runs for a response the handler produced.
+   */
+  readonly responseHook?: (response: APIGatewayProxyResult, record: IdempotencyRecord) => APIGatewayProxyResult;
 }
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -145,9 +151,11 @@ export function httpIdempotency<TEffect>(
         },
       );
       switch (began.kind) {
-        case 'replay':
+        case 'replay': {
           count(IdempotencyMetric.replayed);
-          return replayOf(began.response);
+          const replay = replayOf(began.response);
+          return options.responseHook ? options.responseHook(replay, began.record) : replay;
+        }
         case 'in_flight':
           count(IdempotencyMetric.inFlight);
           return inFlight(began.retryAfterMs, 'A request with this Idempotency-Key is still being processed.');

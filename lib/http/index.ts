@@ -14,6 +14,7 @@ export {
   REPLAYED_HEADER,
   type WithIdempotency,
 } from './idempotency.js';
+export { type LambdaHandler, lambdaHandler } from './lambda-handler.js';
 export { IdempotencyMetric, type IdempotencyMetricName } from './metrics.js';
 export {
   BodyError,

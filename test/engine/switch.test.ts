@@ -6,6 +6,7 @@ import { ConfigurationError } from '../../lib/engine/errors';
 import { makeIdempotent } from '../../lib/engine/make-idempotent';
 import { IDEMPOTENCY_DISABLED_ENV } from '../../lib/engine/switch';
 import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
+import { lambdaHandler } from '../../lib/http/lambda-handler';
 import { apiEvent, lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 
@@ -59,13 +60,16 @@ describe(`${IDEMPOTENCY_DISABLED_ENV}=true`, () => {
 
     it('runs an API handler on every request, with no replay and no store', async () => {
       let runs = 0;
-      const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency<EffectItem>>(
-        async () => ({ statusCode: 201, body: JSON.stringify({ run: ++runs }) }),
-      ).use(httpIdempotency({ store: store() }));
+      const handler = lambdaHandler(
+        middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency<EffectItem>>(async () => ({
+          statusCode: 201,
+          body: JSON.stringify({ run: ++runs }),
+        })).use(httpIdempotency({ store: store() })),
+      );
       const event = apiEvent({ body: { amount: 1 }, headers: { 'Idempotency-Key': randomUUID() } });
       db.requests.reset();
-      const first = await handler(event, lambdaContext() as Context & WithIdempotency<EffectItem>);
-      const second = await handler(event, lambdaContext() as Context & WithIdempotency<EffectItem>);
+      const first = await handler(event, lambdaContext());
+      const second = await handler(event, lambdaContext());
       expect([first.body, second.body]).toEqual(['{"run":1}', '{"run":2}']);
       expect(second.headers?.['Idempotent-Replayed']).toBeUndefined();
       expect(db.requests.sent).toEqual([]);

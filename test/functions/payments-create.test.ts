@@ -48,7 +48,7 @@ async function invoke(
     return true;
   });
   try {
-    const response = await handler(event, lambdaContext() as Parameters<typeof handler>[1]);
+    const response = await handler(event, lambdaContext());
     return { response, published: lines.flatMap(emf) };
   } finally {
     write.mockRestore();
