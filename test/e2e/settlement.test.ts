@@ -173,6 +173,23 @@ describe('settlement from processor webhooks', () => {
     expect(response.status).toBe(400);
   });
 
+  it('refuses an event id too long to be its idempotency key with 400 invalid-body naming it', async () => {
+    const paid = await pay();
+    const event = await eventually(
+      () => eventFor(paid.charge_id),
+      (e) => e !== undefined,
+    );
+    const body = JSON.stringify({ ...event, id: `evt_${'x'.repeat(252)}` });
+    const response = await signedPost(body, signPayload(body, SECRET, Math.floor(Date.now() / 1000)));
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      type: 'https://keystone-idempotency.dev/problems/invalid-body',
+      errors: [{ path: 'id' }],
+    });
+    const longest = JSON.stringify({ ...event, id: `evt_${'x'.repeat(251)}` });
+    expect((await signedPost(longest, signPayload(longest, SECRET, Math.floor(Date.now() / 1000)))).status).toBe(200);
+  });
+
   // The processor's events are not ours to validate away: a description edited at the processor can hold anything
   // JSON can, including characters an SQS message can't (U+FFFE, U+FFFF; and astral ones, which the emulator refuses).
   it.each([
