@@ -63,4 +63,19 @@ describe('PaymentRequest', () => {
       );
     });
   });
+
+  describe('currency', () => {
+    it('accepts every ISO 4217 code the runtime knows, lower-case, and nothing else', () => {
+      const codes = Intl.supportedValuesOf('currency');
+      for (const code of codes) expect(problems({ ...card, currency: code.toLowerCase() })).toEqual([]);
+      for (const currency of ['USD', 'xyz', 'us', 'usdd', '']) {
+        expect(problems({ ...card, currency })).toEqual([
+          { path: 'currency', message: 'currency must be a lower-case ISO 4217 code such as usd' },
+        ]);
+      }
+      expect(problems({ ...card, currency: 840 })).toEqual([
+        { path: 'currency', message: 'currency must be a string' },
+      ]);
+    });
+  });
 });
