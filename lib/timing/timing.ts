@@ -176,7 +176,11 @@ export function recoveryThroughput(timings: Timings, operationMs: number): Recov
   };
 }
 
-/** One operation at its slowest within the settings: a lookup that takes the processor's whole timeout. */
+/**
+ * One operation at its slowest within the settings: a lookup that takes the processor's whole timeout, and the
+ * operation's DynamoDB requests (a read and a takeover before it, a read and the commit after) within the stop margin
+ * between them, as the completer's stop rule assumes.
+ */
 export function worstOperationMs(timings: Pick<Timings, 'processorTimeoutMs'>): number {
   return timings.processorTimeoutMs + COMPLETER_STOP_MARGIN_MS;
 }
