@@ -27,18 +27,18 @@ export { type MakeIdempotentOptions, makeIdempotent } from './make-idempotent.js
 export { type AttemptEnd, ClaimedOperation, type IdempotencyHandle, type Settlement } from './operation.js';
 export { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
 export {
-  DEFAULT_REPLAY_CACHE_BYTES,
-  DEFAULT_REPLAY_CACHE_ENTRIES,
-  ReplayCache,
-  type ReplayCacheOptions,
-} from './replay-cache.js';
-export {
   type RecoverDueOptions,
   type RecoveryReport,
   type RecoveryResolver,
   type RecoveryVerdict,
   recoverDue,
 } from './recovery.js';
+export {
+  DEFAULT_REPLAY_CACHE_BYTES,
+  DEFAULT_REPLAY_CACHE_ENTRIES,
+  ReplayCache,
+  type ReplayCacheOptions,
+} from './replay-cache.js';
 export { resultOf, storedResult } from './result.js';
 export {
   type Began,

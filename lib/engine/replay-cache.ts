@@ -182,6 +182,8 @@ export class ReplayCache<TEffect> implements IdempotencyStore<TEffect> {
   private remember(record: IdempotencyRecord): void {
     const { response } = record;
     if (record.status !== RecordStatus.Completed || response === undefined) return;
+    // Only a record whose end is known: a completed one always has an expiry and is out of the recovery set.
+    if (record.expiresAt === undefined || record.recoverAt !== undefined) return;
     if (decide(record, record.fingerprint, this.clock.now()).kind !== 'replay') return;
     const bytes = sizeOf(response);
     const previous = this.entries.get(record.key);
