@@ -17,11 +17,11 @@ export {
 export { type LambdaHandler, lambdaHandler } from './lambda-handler.js';
 export { IdempotencyMetric, type IdempotencyMetricName } from './metrics.js';
 export {
-  BodyError,
-  GatewayProblem,
-  InvalidBodyProblem,
+  type BodyError,
+  type GatewayProblem,
+  type InvalidBodyProblem,
   PROBLEM_TYPE_BASE,
-  ProblemDetails,
+  type ProblemDetails,
   type ProblemSlug,
   ProblemType,
   problemResponse,
