@@ -26,8 +26,8 @@ export interface ReplayCacheOptions {
   readonly clock?: Clock;
 }
 
-export const DEFAULT_REPLAY_CACHE_ENTRIES = 1000;
-export const DEFAULT_REPLAY_CACHE_BYTES = 16 * 1024 * 1024;
+const DEFAULT_MAX_ENTRIES = 1000;
+const DEFAULT_MAX_BYTES = 16 * 1024 * 1024;
 
 interface Entry {
   readonly record: IdempotencyRecord & { readonly response: StoredResponse };
@@ -74,8 +74,8 @@ export class ReplayCache<TEffect> implements IdempotencyStore<TEffect> {
     readonly store: IdempotencyStore<TEffect>,
     options: ReplayCacheOptions = {},
   ) {
-    this.maxEntries = options.maxEntries ?? DEFAULT_REPLAY_CACHE_ENTRIES;
-    this.maxBytes = options.maxBytes ?? DEFAULT_REPLAY_CACHE_BYTES;
+    this.maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
     if (!Number.isInteger(this.maxEntries) || this.maxEntries < 1) {
       throw new ConfigurationError(`maxEntries must be a whole number of at least 1, got ${options.maxEntries}`);
     }

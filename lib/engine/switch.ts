@@ -14,7 +14,11 @@ import { ClaimedOperation } from './operation.js';
  */
 export const IDEMPOTENCY_DISABLED_ENV = 'KEYSTONE_IDEMPOTENCY_DISABLED';
 
-/** Read on every operation, so a test can turn it on and off between calls. */
+/**
+ * Read on every operation, so a test can turn it on and off between calls.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
+ */
 export function idempotencyDisabled(): boolean {
   const env = typeof process === 'undefined' ? undefined : process.env;
   const value = env?.[IDEMPOTENCY_DISABLED_ENV]?.trim().toLowerCase();
@@ -35,6 +39,8 @@ export function idempotencyDisabled(): boolean {
  * An operation that records nothing: what an adapter gets for its work while idempotency is switched off. Its
  * handle stages as usual (the store's limit still applies, so a test still catches too many effects), and settling
  * it writes nothing.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
  */
 export function unrecordedOperation<TEffect>(
   store: IdempotencyStore<TEffect>,
