@@ -1,0 +1,52 @@
+import { existsSync, statSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { relative } from 'node:path';
+import { Client } from 'pg';
+import { type PostgresLocal, startPostgresLocal } from '../../lib/local/postgres-local';
+
+/** Its own cluster (not the run's shared one), so the test can look at the processes and files it made. Linux: /proc. */
+jest.setTimeout(60_000);
+
+let server: PostgresLocal;
+
+beforeAll(async () => {
+  server = await startPostgresLocal({ settings: { work_mem: '8MB' } });
+});
+afterAll(() => server?.stop());
+
+async function query<T>(url: string, text: string): Promise<T[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query(text)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+describe('startPostgresLocal', () => {
+  it('serves PostgreSQL on loopback, with the settings asked for', async () => {
+    expect(server.url).toMatch(/^postgres:\/\/postgres@127\.0\.0\.1:\d+\/postgres$/);
+    const [row] = await query<{ work_mem: string; fsync: string; listen: string }>(
+      server.url,
+      "SELECT current_setting('work_mem') AS work_mem, current_setting('fsync') AS fsync, current_setting('listen_addresses') AS listen",
+    );
+    expect(row).toEqual({ work_mem: '8MB', fsync: 'off', listen: '127.0.0.1' });
+  });
+
+  it('keeps its cluster under the system temp directory, owned by a user PostgreSQL accepts (never root)', () => {
+    expect(relative(tmpdir(), server.workDir).startsWith('..')).toBe(false);
+    const owner = statSync(`${server.workDir}/data`).uid;
+    expect(owner).not.toBe(0);
+    if (userInfo().uid !== 0) expect(owner).toBe(userInfo().uid);
+  });
+
+  it('stops every server process and removes its directory when stopped', async () => {
+    const other = await startPostgresLocal();
+    const children = (await query<{ pid: number }>(other.url, 'SELECT pid FROM pg_stat_activity')).map((r) => r.pid);
+    expect(children.length).toBeGreaterThan(0);
+    await other.stop();
+    expect(existsSync(other.workDir)).toBe(false);
+    for (const pid of [other.pid, ...children]) expect(existsSync(`/proc/${pid}`)).toBe(false);
+  });
+});
