@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Socket } from 'node:net';
 import { Pool, type PoolConfig } from 'pg';
 import { migrate } from '../../lib/postgres/migrate';
+import { PostgresStore, type PostgresStoreOptions } from '../../lib/postgres/store';
 
 /** The PostgreSQL the jest global setup started. */
 export function postgresUrl(): string {
@@ -59,6 +60,8 @@ export interface TestPostgres {
   readonly effectsTable: string;
   /** Another pool on the same database (closed with the file), e.g. without pipelining, or through a proxy. */
   pool2(config?: PoolConfig): Pool;
+  /** A store on this file's keys table. */
+  store(options?: Partial<PostgresStoreOptions>): PostgresStore;
   /** How many effect rows hold this pk: the witness for "the effect happened". */
   rowsUnder(pk: string): Promise<number>;
 }
@@ -94,6 +97,7 @@ export function testPostgres(): TestPostgres {
     schema,
     effectsTable,
     pool2,
+    store: (options = {}) => new PostgresStore({ pool, schema, leaseSeconds: 30, ...options }),
     async rowsUnder(pk: string) {
       const { rows } = await pool.query<{ count: string }>(`SELECT count(*) FROM ${effectsTable} WHERE pk = $1`, [pk]);
       return Number(rows[0]?.count);
