@@ -46,8 +46,8 @@ export type Step = 'claim' | 'takeover' | 'release' | 'completion' | 'commit';
 export interface StoreHarness {
   readonly name: 'DynamoDB' | 'PostgreSQL';
   store(options?: HarnessStoreOptions): IdempotencyStore<unknown>;
-  /** A store on a table of its own, for a test that must not see what other tests left behind. */
-  isolatedStore(options?: HarnessStoreOptions): Promise<IdempotencyStore<unknown>>;
+  /** Stores on a table of their own, for a test that must not see what other tests left behind. */
+  isolatedStores(): Promise<(options?: HarnessStoreOptions) => IdempotencyStore<unknown>>;
   /** Writes one row under `pk`, refused (its own condition) if the row `pk`/`id` exists already. */
   effect(pk: string, id: string): unknown;
   /** Writes one row under `pk`, unconditionally (a second one with the same id changes nothing). */
@@ -87,7 +87,10 @@ export function dynamoDbHarness(): StoreHarness {
   return {
     name: 'DynamoDB',
     store: (options) => storeOn(db.idempotencyTable, options),
-    isolatedStore: async (options) => storeOn(await createTestTable(db.client, idempotencyTable), options),
+    async isolatedStores() {
+      const tableName = await createTestTable(db.client, idempotencyTable);
+      return (options) => storeOn(tableName, options);
+    },
     effect: (pk, id): EffectItem => ({
       Put: {
         TableName: db.paymentsTable,
@@ -144,10 +147,10 @@ export function postgresHarness(): StoreHarness {
   return {
     name: 'PostgreSQL',
     store: (options) => pg.store(options),
-    async isolatedStore(options) {
+    async isolatedStores() {
       const table = `keys_${randomUUID().replaceAll('-', '').slice(0, 8)}`;
       await migrate(pg.pool, { schema: pg.schema, table });
-      return pg.store({ ...options, table });
+      return (options) => pg.store({ ...options, table });
     },
     effect: (pk, id): PostgresEffect => ({
       text: `INSERT INTO ${pg.effectsTable} (pk, sk) VALUES ($1, $2)`,
