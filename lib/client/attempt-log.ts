@@ -6,6 +6,8 @@ export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promi
 export interface AttemptLogOptions {
   readonly fetch: Fetch;
   readonly now: () => number;
+  /** One attempt's budget, body included: past it the attempt is cancelled and counts as a timeout. */
+  readonly attemptTimeoutMs: number;
   /** Fires when the operation's deadline passes. */
   readonly deadline: AbortSignal;
   /** The caller's own signal, if any. */
@@ -21,7 +23,13 @@ const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
  * Sits between the retry loop and the real `fetch`, and writes down every attempt: when it started, how long the
  * client had waited, and what came back. It also reads each response whole and hands on a copy, so that every
  * attempt's body is released (retried responses would otherwise hold their connection) and the final one can still
- * be parsed; payments API bodies are small JSON documents.
+ * be parsed; the bodies of idempotent JSON APIs are small documents.
+ *
+ * It also owns each attempt's cancellation: the attempt gets a signal of its own, fired by the deadline, the caller,
+ * the attempt's timeout, or the request's own signal, and held here for as long as the attempt runs. The request's
+ * signal alone is not enough: ky sends every retry as a clone of the request, and in Node's fetch a clone's signal
+ * stops following its source after a garbage collection (nodejs/undici#4068), so an abort or a deadline was lost
+ * and a retried attempt ran on until the attempt timeout.
  */
 export class AttemptLog {
   readonly attempts: Attempt[] = [];
@@ -34,21 +42,37 @@ export class AttemptLog {
 
   /** The `fetch` to give the retry loop. */
   readonly fetch: Fetch = async (input, init) => {
-    const { now } = this.#options;
+    const { now, deadline, caller, attemptTimeoutMs } = this.#options;
     const startedAt = now();
     const base = {
       number: this.attempts.length + 1,
       waitedMs: this.#lastEndedAt === undefined ? 0 : Math.max(0, startedAt - this.#lastEndedAt),
     };
+    const attempt = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      attempt.abort(new DOMException(`the attempt outlived its ${attemptTimeoutMs} ms`, 'TimeoutError'));
+    }, attemptTimeoutMs);
+    const sources = [deadline, caller, input instanceof Request ? input.signal : init?.signal].filter(
+      (signal): signal is AbortSignal => signal instanceof AbortSignal,
+    );
+    const stop = (event: Event) => attempt.abort((event.target as AbortSignal).reason);
+    for (const signal of sources) {
+      if (signal.aborted) attempt.abort(signal.reason);
+      else signal.addEventListener('abort', stop, { once: true });
+    }
     let response: Response;
     let text: string;
     try {
-      response = await this.#options.fetch(input, init);
+      response = await this.#options.fetch(input, { ...init, signal: attempt.signal });
       text = await response.text();
     } catch (error) {
-      const signal = input instanceof Request ? input.signal : init?.signal;
-      this.#record({ ...base, durationMs: now() - startedAt, kind: 'error', error: this.#classify(signal) });
+      this.#record({ ...base, durationMs: now() - startedAt, kind: 'error', error: this.#classify(timedOut) });
       throw error;
+    } finally {
+      clearTimeout(timer);
+      for (const signal of sources) signal.removeEventListener('abort', stop);
     }
     const headers = new Headers(response.headers);
     const retryAfter = usableRetryAfter(headers.get('retry-after'));
@@ -67,11 +91,11 @@ export class AttemptLog {
     return new Response(body, { status: response.status, statusText: response.statusText, headers });
   };
 
-  /** Which of the signals stopped an attempt; an abort that is neither was the retry loop's own attempt timeout. */
-  #classify(signal: AbortSignal | null | undefined): AttemptError {
+  /** What stopped an attempt that got no answer: the deadline, the caller, its own timeout, or else the network. */
+  #classify(timedOut: boolean): AttemptError {
     if (this.#options.deadline.aborted) return AttemptError.deadline;
     if (this.#options.caller?.aborted) return AttemptError.aborted;
-    if (signal?.aborted) return AttemptError.timeout;
+    if (timedOut) return AttemptError.timeout;
     return AttemptError.network;
   }
 

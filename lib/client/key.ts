@@ -1,7 +1,7 @@
 /**
  * Idempotency keys on the client's side. The rule that makes the server's promise hold: one key per logical
  * operation, chosen before the first send and reused for every retry of it. A fresh key per retry is a new
- * operation to the server, and a second charge.
+ * operation to the server, and a second effect (a second charge, a second order).
  */
 
 /** What the server accepts unquoted (RFC 8941 quoted keys are left to callers who need them). */
@@ -10,7 +10,7 @@ const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 
 /**
  * A new random key (a UUID v4). Persist it with the operation before sending, and the operation survives a reload
- * or a crash: sending it again with the same key cannot charge twice.
+ * or a crash: sending it again with the same key cannot do the work twice.
  *
  * `crypto.randomUUID` exists only in secure contexts (https, or http on loopback); elsewhere the same UUID is built
  * from `crypto.getRandomValues`, which every browser and Node >= 20 has.

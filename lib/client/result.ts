@@ -1,33 +1,11 @@
 /**
- * What the client hands back. Expected outcomes are values, not exceptions: a decline, a key reused with another
- * body, a processor that stayed down, a deadline that passed. Each carries the key it was sent under and every
- * attempt made, so a caller can log exactly what happened and send the same operation again later.
+ * What the client hands back. Expected outcomes are values, not exceptions: a refusal, a key reused with another
+ * body, a dependency that stayed down, a deadline that passed, an answer that made no sense. Each carries the key it
+ * was sent under and every attempt made, so a caller can log exactly what happened and send the same operation again
+ * later.
  */
 
-/** `POST /payments` body. */
-export interface NewPayment {
-  /** In minor units (cents). */
-  readonly amount: number;
-  /** Lower-case ISO 4217, e.g. `usd`. */
-  readonly currency: string;
-  readonly source: string;
-  readonly description?: string;
-}
-
-/** A payment as the API returns it. */
-export interface Payment {
-  readonly id: string;
-  readonly amount: number;
-  readonly currency: string;
-  readonly source: string;
-  readonly description: string | null;
-  readonly status: string;
-  readonly charge_id: string;
-  readonly created_at: string;
-  readonly settled_at: string | null;
-}
-
-/** An RFC 9457 problem, as the API sends it (`application/problem+json`), extensions included. */
+/** An RFC 9457 problem, as the server sends it (`application/problem+json`), extensions included. */
 export interface Problem {
   readonly type: string;
   readonly title: string;
@@ -71,17 +49,32 @@ export type Attempt = {
   | { readonly kind: 'error'; readonly error: AttemptError }
 );
 
+/** Why a 2xx answer could not be taken as the success it claims to be. */
+export const InvalidResponse = {
+  /** No body where one was due. */
+  emptyBody: 'empty-body',
+  /** A body that is not JSON (a proxy's HTML page, a truncated document). */
+  notJson: 'not-json',
+  /** JSON, but refused by the operation's `parse` (`null` where an object was due, an object missing its id). */
+  rejected: 'rejected',
+} as const;
+export type InvalidResponse = (typeof InvalidResponse)[keyof typeof InvalidResponse];
+
 interface Sent {
   /** The key every attempt carried; keep it to send the same operation again. */
   readonly idempotencyKey: string;
   readonly attempts: readonly Attempt[];
 }
 
-export type PaymentResult =
+/** How one `send()` of an operation ended; `T` is what the operation's `parse` returns. */
+export type OperationResult<T> =
   | (Sent & {
       readonly kind: 'success';
       readonly status: number;
-      readonly payment: Payment;
+      /** The answer's JSON body, as the operation's `parse` returned it (`undefined` for a 204 or 205). */
+      readonly body: T;
+      /** The answer's headers (`Location`, `ETag`, ...). */
+      readonly headers: Headers;
       /** The server answered from its record of an earlier attempt with this key (`Idempotent-Replayed`). */
       readonly replayed: boolean;
     })
@@ -97,8 +90,31 @@ export type PaymentResult =
     })
   | (Sent & {
       /**
+       * The server asked for a wait (`Retry-After`) that ends at or after the operation's deadline. Nothing was
+       * retried early: the operation is not done, and sending it again with the same key from `retryAt` on is safe.
+       */
+      readonly kind: 'retry-later';
+      readonly status: number;
+      readonly problem: Problem;
+      /** Epoch milliseconds: when the server said to come back. */
+      readonly retryAt: number;
+    })
+  | (Sent & {
+      /**
+       * A 2xx whose body is not what it claims: empty, not JSON, or not the endpoint's answer. The server may have
+       * done the work (it said so); a resend with the same key gets its stored answer, which may be just as broken.
+       * Not retried: it is a server or proxy fault to report, not a state to wait out.
+       */
+      readonly kind: 'invalid-response';
+      readonly status: number;
+      readonly reason: InvalidResponse;
+      /** What was wrong, in words, for a log. */
+      readonly detail: string;
+    })
+  | (Sent & {
+      /**
        * The last attempt got no answer (network, timeout), or the deadline or the caller stopped the client. The
-       * payment may or may not exist: send the same operation again, with the same key, to find out.
+       * operation may or may not have taken effect: send it again, with the same key, to find out.
        */
       readonly kind: 'no-answer';
       readonly reason: AttemptError;

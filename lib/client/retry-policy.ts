@@ -1,12 +1,13 @@
 /**
  * When the client sends an operation again, and how long it waits first. Pure: no clock, no randomness of its own.
  *
- * What is retried is what the API documents as "not done yet, safe to repeat with the same key": a duplicate still
- * in flight (409 `request-in-flight`), throttling (429), and the processor failing or timing out (502, 503, 504;
- * the server released the key, so the retry reaches the processor under the same downstream key and finds any
- * charge it already made). Network errors and attempt timeouts are retried too: the outcome is unknown, and only
- * the same key can safely find it out. Everything else is final for this key: 400 and 422 need a different request,
- * 401 a different API key, 402 is a stored decline that every retry would replay, 404 will not appear by waiting.
+ * What is retried is what an idempotent endpoint answers for "not done yet, safe to repeat with the same key": a
+ * duplicate still in flight (409, when the server says so: `RetrySafeClientOptions.isInFlight`), throttling (429),
+ * and a dependency failing or timing out (502, 503, 504: a server that releases the key on such a failure lets the
+ * retry reach the dependency again under the same key, and find any effect it already made). Network errors and
+ * attempt timeouts are retried too: the outcome is unknown, and only the same key can safely find it out.
+ * Everything else is final for this key: 400 and 422 need a different request, 401 other credentials, a stored
+ * refusal (402, say) would be replayed by every retry, and a 404 will not appear by waiting.
  */
 
 /** The statuses the client sends again, with the same key. */
@@ -27,8 +28,9 @@ export interface RetryPolicy {
 }
 
 /**
- * Defaults sized for the payments API: an attempt may take the API's own integration timeout (10 s) and still be
- * heard; a duplicate of a running request is told to come back in 1 s, a few times over.
+ * Defaults for an API that answers within seconds: an attempt gets 15 s before it counts as lost (the reference
+ * payments API's integrations time out at 10 s); a duplicate of a running request is told to come back in about a
+ * second, a few times over.
  */
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxAttempts: 5,
@@ -61,6 +63,22 @@ export function backoffCeilingMs(retry: number, policy: Pick<RetryPolicy, 'baseD
  */
 export function fullJitter(ceilingMs: number, random: () => number): number {
   return random() * ceilingMs;
+}
+
+/**
+ * How long a usable `Retry-After` (delay-seconds or an HTTP-date, see `usableRetryAfter`) asks to wait from `now`,
+ * in milliseconds; a date already past asks for no wait. Read here rather than by the retry loop: ky takes a number
+ * of seconds that reaches past 2024-01-01 when read as epoch seconds for a timestamp, and `1750000000` (about 55
+ * years) became a retry a few milliseconds later.
+ *
+ * @example
+ * retryAfterMs('2', now); // 2000
+ * retryAfterMs(new Date(now + 3000).toUTCString(), now); // about 3000 (an HTTP-date has whole seconds)
+ */
+export function retryAfterMs(retryAfter: string, now: number): number {
+  const trimmed = retryAfter.trim();
+  const ms = /^\d+$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - now;
+  return Math.max(0, ms);
 }
 
 /** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */

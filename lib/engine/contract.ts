@@ -83,11 +83,20 @@ export interface IdempotencyStore<TEffect> {
 /** The effect type of a store: `EffectOf<DynamoDbStore>` is a DynamoDB transaction item. */
 export type EffectOf<TStore> = TStore extends IdempotencyStore<infer TEffect> ? TEffect : never;
 
-/** The outcomes of a claim. Expected cases are values; only the unexpected throws. */
+/**
+ * The outcomes of a claim. Expected cases are values; only the unexpected throws. `in_flight` carries a short
+ * `retryAfterMs` to suggest (most originals finish long before their lease) and `leaseRemainingMs`, after which the
+ * owner has finished or can be taken over (what a queue should wait before redelivering).
+ */
 export type ClaimOutcome =
   | { readonly kind: 'acquired'; readonly lease: Lease }
   | { readonly kind: 'replay'; readonly response: StoredResponse; readonly record: IdempotencyRecord }
-  | { readonly kind: 'in_flight'; readonly retryAfterMs: number; readonly record: IdempotencyRecord }
+  | {
+      readonly kind: 'in_flight';
+      readonly retryAfterMs: number;
+      readonly leaseRemainingMs: number;
+      readonly record: IdempotencyRecord;
+    }
   | { readonly kind: 'mismatch'; readonly record: IdempotencyRecord };
 
 /** The outcomes of a one-shot local operation. */

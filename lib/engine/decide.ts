@@ -7,7 +7,8 @@ import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse }
  * - `fresh`: no live record (absent, or past its expiry: TTL deletion lags, so expiry is checked here).
  * - `mismatch`: a live record made from a different request: the client reused its key for another operation.
  * - `replay`: the work committed; return the stored response.
- * - `in_flight`: another owner holds a live lease; come back after `retryAfterMs`.
+ * - `in_flight`: another owner holds a live lease; come back after `retryAfterMs` (a hint: most originals finish
+ *   long before their lease), and at the latest after `leaseRemainingMs`, when the owner has finished or is gone.
  * - `takeover`: the record was released or abandoned, or its owner's lease ran out; claim it by its current lease
  *   token (same fingerprint, same downstream key).
  */
@@ -15,7 +16,12 @@ export type Decision =
   | { readonly kind: 'fresh' }
   | { readonly kind: 'mismatch'; readonly record: IdempotencyRecord }
   | { readonly kind: 'replay'; readonly response: StoredResponse; readonly record: IdempotencyRecord }
-  | { readonly kind: 'in_flight'; readonly retryAfterMs: number; readonly record: IdempotencyRecord }
+  | {
+      readonly kind: 'in_flight';
+      readonly retryAfterMs: number;
+      readonly leaseRemainingMs: number;
+      readonly record: IdempotencyRecord;
+    }
   | { readonly kind: 'takeover'; readonly record: IdempotencyRecord };
 
 export function isExpired(record: Pick<IdempotencyRecord, 'expiresAt'>, nowMs: number): boolean {
@@ -43,7 +49,12 @@ export function decide(record: IdempotencyRecord | undefined, fingerprint: strin
     case RecordStatus.InProgress: {
       const remaining = record.leaseExpiresAt - nowMs;
       if (remaining <= 0) return { kind: 'takeover', record };
-      return { kind: 'in_flight', retryAfterMs: Math.min(remaining, SUGGESTED_RETRY_AFTER_MS), record };
+      return {
+        kind: 'in_flight',
+        retryAfterMs: Math.min(remaining, SUGGESTED_RETRY_AFTER_MS),
+        leaseRemainingMs: remaining,
+        record,
+      };
     }
   }
 }

@@ -46,8 +46,8 @@ export class OperationInFlightError extends IdempotencyError {
   constructor(
     readonly key: string,
     readonly retryAfterMs: number,
-    /** The record found: the original's, in progress. */
-    readonly record: IdempotencyRecord,
+    /** The record found: the original's, in progress (undefined when writers contended for the key). */
+    readonly record: IdempotencyRecord | undefined,
   ) {
     super(`another call holds ${key}; retry in ${retryAfterMs} ms`);
     this.name = 'OperationInFlightError';

@@ -31,7 +31,7 @@ export {
   splitScopedKey,
 } from './key.js';
 export { type MakeIdempotentOptions, makeIdempotent } from './make-idempotent.js';
-export { ClaimedOperation, type IdempotencyHandle } from './operation.js';
+export { type AttemptEnd, ClaimedOperation, type IdempotencyHandle, type Settlement } from './operation.js';
 export { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
 export {
   type RecoverDueOptions,
@@ -41,4 +41,16 @@ export {
   recoverDue,
 } from './recovery.js';
 export { resultOf, storedResult } from './result.js';
-export { type OperationIdentity, type OperationWork, type RunOutcome, runIdempotently } from './run.js';
+export {
+  type Began,
+  beginOperation,
+  claimOptions,
+  type InvocationTime,
+  LEASE_MARGIN_MS,
+  type LifecycleOptions,
+  type OperationIdentity,
+  type OperationWork,
+  type RunOutcome,
+  runIdempotently,
+  WAIT_MARGIN_MS,
+} from './run.js';

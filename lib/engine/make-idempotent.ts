@@ -3,7 +3,7 @@ import { ConfigurationError, InvalidKeyError, KeyReusedError, OperationInFlightE
 import { fingerprint } from './fingerprint.js';
 import { MAX_KEY_LENGTH, scopedKey } from './key.js';
 import type { IdempotencyHandle } from './operation.js';
-import { type OperationIdentity, runIdempotently } from './run.js';
+import { type InvocationTime, type OperationIdentity, runIdempotently } from './run.js';
 
 export interface MakeIdempotentOptions<TInput, TEffect> {
   readonly store: IdempotencyStore<TEffect>;
@@ -36,6 +36,8 @@ export interface MakeIdempotentOptions<TInput, TEffect> {
    * false.
    */
   readonly recoverable?: boolean;
+  /** Told once when the store's lease is raised to cover a Lambda function's remaining time. Default `console`. */
+  readonly logger?: { warn(message: string, details: Record<string, unknown>): void };
 }
 
 /**
@@ -51,7 +53,9 @@ export interface MakeIdempotentOptions<TInput, TEffect> {
  * this call was written; the other call's result is the operation's).
  *
  * Arguments after the input are passed through (a Lambda handler's context, say), so the wrapped function can be
- * exported as a handler as it is.
+ * exported as a handler as it is. When one of them is a Lambda context, the claim's lease covers the function's
+ * remaining time (plus `LEASE_MARGIN_MS`) even if the store's lease is shorter: a call still running can never be
+ * taken over by another.
  *
  * @example
  * export const handler = makeIdempotent(
@@ -72,14 +76,19 @@ export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[]
     throw new ConfigurationError(`waitMs must be 0 or more, got ${options.waitMs}`);
   }
   const { store, name } = options;
-  const claim = { waitMs: options.waitMs ?? 0, recoverable: options.recoverable ?? false };
 
   return async function idempotent(input: TInput, ...rest: TRest): Promise<TResult> {
     const outcome = await runIdempotently<TResult, TEffect>(
       store,
       identityOf(input, options),
       (handle) => fn(input, handle, ...rest),
-      claim,
+      {
+        waitMs: options.waitMs ?? 0,
+        recoverable: options.recoverable ?? false,
+        // A Lambda handler's context, passed through after the input: the lease then covers its remaining time.
+        invocation: rest.find(isInvocation),
+        ...(options.logger ? { logger: options.logger } : {}),
+      },
     );
     switch (outcome.kind) {
       case 'committed':
@@ -120,4 +129,8 @@ export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[]
     };
     return identity;
   }
+}
+
+function isInvocation(value: unknown): value is InvocationTime {
+  return typeof (value as InvocationTime | undefined)?.getRemainingTimeInMillis === 'function';
 }

@@ -1,5 +1,5 @@
 import type { IdempotencyStore } from './contract.js';
-import { StagingClosedError, TooManyEffectsError } from './errors.js';
+import { LeaseLostError, StagingClosedError, TooManyEffectsError } from './errors.js';
 import type { Lease, StoredResponse } from './record.js';
 
 /**
@@ -28,6 +28,24 @@ export interface IdempotencyHandle<TEffect> {
    */
   stage(...effects: TEffect[]): void;
 }
+
+/**
+ * How an attempt ended, as its adapter saw it: an outcome worth storing (the work's result, an HTTP response that is
+ * deterministic), or a transient end (the work threw, or answered something a retry may change) with its error.
+ */
+export type AttemptEnd =
+  | { readonly kind: 'outcome'; readonly response: StoredResponse }
+  | { readonly kind: 'transient'; readonly error?: unknown };
+
+/**
+ * What {@link ClaimedOperation.settle} did: committed; fenced (the lease was taken over, nothing written); or
+ * released for a retry (`released` false when the store no longer held it for us, or could not be reached), with
+ * the error that ended the attempt or failed the commit, if any.
+ */
+export type Settlement =
+  | { readonly kind: 'committed' }
+  | { readonly kind: 'fenced'; readonly error: LeaseLostError }
+  | { readonly kind: 'released'; readonly released: boolean; readonly error?: unknown };
 
 /**
  * One claimed operation, from its claim to the end of its lease: the handle its work sees, the effects staged
@@ -84,6 +102,34 @@ export class ClaimedOperation<TEffect> {
   async release(): Promise<boolean> {
     this.close();
     return this.store.release(this.lease);
+  }
+
+  /**
+   * Ends the operation as the attempt ended, by the one policy every adapter shares: an outcome is committed with the
+   * staged effects; a transient end releases the key (keeping its downstream key), as does a commit that failed for
+   * any reason but a lost lease. A fenced commit (the lease was taken over) releases nothing: the key is the new
+   * owner's. A release the store could not make (unreachable) is reported as not released: the lease then runs out
+   * and the next attempt takes the key over.
+   */
+  async settle(end: AttemptEnd): Promise<Settlement> {
+    if (end.kind === 'outcome') {
+      try {
+        await this.commit(end.response);
+        return { kind: 'committed' };
+      } catch (error) {
+        if (error instanceof LeaseLostError) return { kind: 'fenced', error };
+        return { kind: 'released', released: await this.releaseQuietly(), error };
+      }
+    }
+    return { kind: 'released', released: await this.releaseQuietly(), error: end.error };
+  }
+
+  private async releaseQuietly(): Promise<boolean> {
+    try {
+      return await this.release();
+    } catch {
+      return false;
+    }
   }
 
   private stage(effects: readonly TEffect[]): void {

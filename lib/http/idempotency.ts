@@ -2,11 +2,12 @@ import { IDEMPOTENCY_KEY } from '@aws-lambda-powertools/commons';
 import type middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { IdempotencyStore } from '../engine/contract.js';
-import { InvalidKeyError, LeaseLostError } from '../engine/errors.js';
+import { InvalidKeyError } from '../engine/errors.js';
 import { fingerprint } from '../engine/fingerprint.js';
 import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
-import { ClaimedOperation, type IdempotencyHandle } from '../engine/operation.js';
+import type { AttemptEnd, ClaimedOperation, IdempotencyHandle, Settlement } from '../engine/operation.js';
 import type { StoredResponse } from '../engine/record.js';
+import { beginOperation } from '../engine/run.js';
 import { accountIdOf } from './account.js';
 import { answersEarly } from './early-response.js';
 import { BodyEncodingError, header, rawBody } from './headers.js';
@@ -130,18 +131,26 @@ export function httpIdempotency<TEffect>(
         });
       }
       const operation = operationOf(event);
-      const stored = scopedKey({ accountId, operation, key });
-      const print = fingerprint({ operation, ...fingerprintedBody(event) });
-      const remaining = request.context.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
-      const waitMs = Math.max(0, Math.min(options.waitMs ?? 0, remaining - 1000));
-      const outcome = await store.claim(stored, print, { waitMs, recoverable: options.recoverable ?? false });
-      switch (outcome.kind) {
+      const began = await beginOperation(
+        store,
+        {
+          key: scopedKey({ accountId, operation, key }),
+          fingerprint: fingerprint({ operation, ...fingerprintedBody(event) }),
+        },
+        {
+          waitMs: options.waitMs ?? 0,
+          recoverable: options.recoverable ?? false,
+          invocation: request.context,
+          logger,
+        },
+      );
+      switch (began.kind) {
         case 'replay':
           count(IdempotencyMetric.replayed);
-          return replayOf(outcome.response);
+          return replayOf(began.response);
         case 'in_flight':
           count(IdempotencyMetric.inFlight);
-          return inFlight(outcome.retryAfterMs, 'A request with this Idempotency-Key is still being processed.');
+          return inFlight(began.retryAfterMs, 'A request with this Idempotency-Key is still being processed.');
         case 'mismatch':
           count(IdempotencyMetric.mismatch);
           return problemResponse({
@@ -151,10 +160,9 @@ export function httpIdempotency<TEffect>(
             detail: 'This Idempotency-Key was already used for a request with a different body.',
           });
         case 'acquired': {
-          count(outcome.lease.takeover ? IdempotencyMetric.takeover : IdempotencyMetric.claimed);
-          const operation = new ClaimedOperation(store, outcome.lease);
-          operations.set(request, operation);
-          request.context.idempotency = operation.handle;
+          count(began.operation.lease.takeover ? IdempotencyMetric.takeover : IdempotencyMetric.claimed);
+          operations.set(request, began.operation);
+          request.context.idempotency = began.operation.handle;
           // A middleware registered after this one that answers early skips our `after`: give the key back then.
           (request.internal as Record<string, unknown>)[IDEMPOTENCY_KEY] = () => endUnfinished(request);
           return undefined;
@@ -167,23 +175,26 @@ export function httpIdempotency<TEffect>(
       if (!operation) return;
       operations.delete(request);
       const response = request.response;
-      if (!response || typeof response.statusCode !== 'number' || !isStorable(response.statusCode)) {
-        await releaseQuietly(operation);
-        return;
-      }
-      try {
-        await operation.commit(toStored(response, storedHeaders));
-        count(IdempotencyMetric.committed);
-      } catch (error) {
-        if (!(error instanceof LeaseLostError)) {
-          operations.set(request, operation); // let onError release it
-          throw error;
-        }
-        // Our lease was taken over while we worked (we outlived it): nothing of ours was written, and the new owner
-        // will finish the operation under the same downstream key. Send the client back for that result.
-        count(IdempotencyMetric.leaseLost);
-        logger.warn('lease lost before commit; response discarded', { key: operation.lease.key });
-        request.response = inFlight(1000, 'This request was superseded by a retry of the same operation.');
+      // The engine's policy: a deterministic answer commits with the staged effects; anything else releases the key.
+      const storable = response && typeof response.statusCode === 'number' && isStorable(response.statusCode);
+      const settled = await settle(
+        operation,
+        storable ? { kind: 'outcome', response: toStored(response, storedHeaders) } : { kind: 'transient' },
+      );
+      switch (settled.kind) {
+        case 'committed':
+          count(IdempotencyMetric.committed);
+          return;
+        case 'fenced':
+          // Our lease was taken over while we worked (we outlived it): nothing of ours was written, and the new owner
+          // will finish the operation under the same downstream key. Send the client back for that result.
+          count(IdempotencyMetric.leaseLost);
+          logger.warn('lease lost before commit; response discarded', { key: operation.lease.key });
+          request.response = inFlight(1000, 'This request was superseded by a retry of the same operation.');
+          return;
+        case 'released':
+          // The commit itself failed (the key is released now): the error goes on to the problem handler.
+          if (storable) throw settled.error;
       }
     },
 
@@ -194,17 +205,18 @@ export function httpIdempotency<TEffect>(
     const operation = operations.get(request);
     if (!operation) return;
     operations.delete(request);
-    await releaseQuietly(operation);
+    await settle(operation, { kind: 'transient' });
   }
 
-  async function releaseQuietly(operation: ClaimedOperation<TEffect>): Promise<void> {
-    try {
-      await operation.release();
-      count(IdempotencyMetric.released);
-    } catch (error) {
+  /** Settles through the engine, counting a release only when one happened, and logging one that could not. */
+  async function settle(operation: ClaimedOperation<TEffect>, end: AttemptEnd): Promise<Settlement> {
+    const settled = await operation.settle(end);
+    if (settled.kind === 'released') {
+      if (settled.released) count(IdempotencyMetric.released);
       // The lease will run out on its own; the next retry takes the record over then.
-      logger.error('could not release idempotency key', { key: operation.lease.key, error: String(error) });
+      else logger.error('could not release idempotency key', { key: operation.lease.key });
     }
+    return settled;
   }
 }
 

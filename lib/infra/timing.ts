@@ -41,6 +41,7 @@ export function timingsOf(config: EnvironmentConfig, specs: readonly FunctionSpe
     apiIntegrationMs: config.timeouts.apiIntegrationSeconds * 1000,
     processorTimeoutMs: config.timeouts.processorMilliseconds,
     queueVisibilityMs: settlementVisibilityTimeoutSeconds(config) * 1000,
+    queueMaxReceiveCount: SETTLEMENT_MAX_RECEIVE_COUNT,
     completerPeriodMs: config.idempotency.recoveryPeriodMinutes * 60_000,
     functions: specs.map(
       (spec): TimedFunction => ({

@@ -136,6 +136,7 @@ export function timingsOf(settings: StackSettings): Timings {
     apiIntegrationMs: settings.integrationTimeoutMs,
     processorTimeoutMs: settings.processorTimeoutMs,
     queueVisibilityMs: settings.settlement.visibilitySeconds * 1000,
+    queueMaxReceiveCount: settings.settlement.maxReceiveCount,
     completerPeriodMs: settings.completerIntervalSeconds * 1000,
     functions: [
       { name: 'payments-create', timeoutMs: timeoutsMs.paymentsCreate, trigger: 'route', callsProcessor: true },

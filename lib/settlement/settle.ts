@@ -5,6 +5,7 @@ import { DeadLetterError, RetryLaterError, type SqsRecordContext } from 'keyston
 import { RecoveryMetric } from '../metrics/definitions';
 import { type ChargeCompletion, completeFromCharge } from '../payments/recovery';
 import type { PaymentsStore } from '../payments/store';
+import { SETTLEMENT_SHORT_RETRIES } from '../timing/timing';
 import { ChargeSucceededEvent } from './event';
 import type { MailerClient } from './mailer-client';
 
@@ -105,8 +106,9 @@ export function receiptKey(paymentId: string): string {
 
 /**
  * How long an event waits for the payment it names. The processor sends it right after charging, usually just
- * before our commit lands: come back in 1 s, then 2 s. From the third try wait out what is left of the owner's
- * lease: by then the owner has committed, or it is gone and its operation can be taken over and completed here.
+ * before our commit lands: come back in 1 s, then 2 s ({@link SETTLEMENT_SHORT_RETRIES}). From the next try wait out
+ * what is left of the owner's lease: by then the owner has committed, or it is gone and its operation can be taken
+ * over and completed here. The timing check makes the queue's receive count fit this schedule.
  */
 export function waitFor(
   completion: ChargeCompletion,
@@ -120,7 +122,7 @@ export function waitFor(
       return undefined;
     case 'owner-live':
       return {
-        afterMs: receiveCount < 3 ? backoff : Math.max(backoff, completion.retryAfterMs + 1000),
+        afterMs: receiveCount <= SETTLEMENT_SHORT_RETRIES ? backoff : Math.max(backoff, completion.retryAfterMs + 1000),
         reason: 'the request that charged is still running',
       };
     case 'contended':

@@ -32,8 +32,8 @@ export class RecordInFlightError extends SqsIdempotencyError {
   constructor(
     readonly key: string,
     readonly retryAfterMs: number,
-    /** The record found: the other consumer's, in progress. */
-    readonly record: IdempotencyRecord,
+    /** The record found: the other consumer's, in progress (undefined when consumers contended for the key). */
+    readonly record: IdempotencyRecord | undefined,
   ) {
     super(`another consumer is processing ${key}; the message will be redelivered`);
     this.name = 'RecordInFlightError';

@@ -118,12 +118,9 @@ export function makeSqsIdempotentHandler<TSummary, TEffect>(
 
     function outcomeOf(record: SQSRecord): Promise<RecordOutcome<TSummary>> {
       const identity = recordIdentity(record, settings);
+      // The engine's lifecycle bounds the wait by the invocation's remaining time and makes the lease cover it.
       const run = () =>
-        processIdentifiedRecord(settings.store, record, identity, {
-          ...settings,
-          lambdaContext: context,
-          inFlightWaitMs: boundedWait(settings.inFlightWaitMs, context),
-        });
+        processIdentifiedRecord(settings.store, record, identity, { ...settings, lambdaContext: context });
       const previous = tails.get(identity.key);
       const outcome = previous ? previous.then(run) : run();
       tails.set(
@@ -213,12 +210,6 @@ function validated<TSummary, TEffect>(
   };
 }
 
-/** Never wait past the point where the invocation could no longer finish the record it waited for. */
-function boundedWait(waitMs: number, context: Context | undefined): number {
-  if (waitMs === 0 || typeof context?.getRemainingTimeInMillis !== 'function') return waitMs;
-  return Math.max(0, Math.min(waitMs, context.getRemainingTimeInMillis() / 2));
-}
-
 /** Acknowledge (return) or send back to the queue (throw, which is how Powertools' processor fails a record). */
 async function settle<TSummary, TEffect>(
   outcome: RecordOutcome<TSummary>,
@@ -255,11 +246,19 @@ async function settle<TSummary, TEffect>(
     case 'committed':
     case 'replay':
       return;
-    case 'in_flight':
-      settings.logger.warn('record in flight elsewhere; sent back to the queue', details);
-      await comeBackIn(record, outcome.retryAfterMs, settings);
+    case 'in_flight': {
+      // Back when the owner has finished (a replay then) or is gone (a takeover), not sooner: a record sent back
+      // every second would spend its receives while the original still works, and reach the DLQ with nothing wrong.
+      const afterMs = outcome.leaseRemainingMs;
+      const seconds = await comeBackIn(record, afterMs, settings);
+      (settings.logger.info ?? settings.logger.warn).call(
+        settings.logger,
+        'record in flight elsewhere; it comes back when its lease has run out',
+        { ...details, afterSeconds: seconds },
+      );
       waiting.add(record.messageId);
-      throw new RecordInFlightError(outcome.key, outcome.retryAfterMs, outcome.record);
+      throw new RecordInFlightError(outcome.key, afterMs, outcome.record);
+    }
     case 'mismatch':
       settings.logger.error('key reused with a different body', { ...details, onMismatch: settings.onMismatch });
       if (settings.onMismatch === 'acknowledge') return;

@@ -1,8 +1,6 @@
 import type { Context, SQSRecord } from 'aws-lambda';
 import type { IdempotencyStore } from '../engine/contract.js';
-import type { LeaseLostError } from '../engine/errors.js';
-import type { IdempotencyRecord } from '../engine/record.js';
-import { runIdempotently } from '../engine/run.js';
+import { type RunOutcome, runIdempotently } from '../engine/run.js';
 import { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity.js';
 import type { SqsRecordContext } from './record-context.js';
 
@@ -19,7 +17,16 @@ export interface ProcessRecordOptions<TSummary, TEffect> extends RecordIdentityO
    * answering `in_flight`. Default 0. Waiting holds up the batch: keep it well inside the function's timeout.
    */
   readonly inFlightWaitMs?: number;
+  /**
+   * Track each record's operation in the store's recovery set until it completes (see `IdempotencyStore.findDue`),
+   * for work whose effect lives in another system: a record whose every delivery failed after the effect is still
+   * finished, or given up, by recovery. Default false.
+   */
+  readonly recoverable?: boolean;
+  /** The invocation's context: the lease covers its remaining time, and waits end within it. */
   readonly lambdaContext?: Context;
+  /** Told once when the store's lease is raised to cover the invocation's remaining time. Default `console`. */
+  readonly logger?: { warn(message: string, details: Record<string, unknown>): void };
 }
 
 /**
@@ -43,15 +50,7 @@ export type RecordOutcome<TSummary> =
       readonly attempt: number;
     }
   | { readonly kind: 'replay'; readonly key: string; readonly summary: TSummary }
-  | {
-      readonly kind: 'in_flight';
-      readonly key: string;
-      readonly retryAfterMs: number;
-      readonly record: IdempotencyRecord;
-    }
-  | { readonly kind: 'mismatch'; readonly key: string; readonly record: IdempotencyRecord }
-  | { readonly kind: 'fenced'; readonly key: string; readonly error: LeaseLostError }
-  | { readonly kind: 'failed'; readonly key: string; readonly error: unknown; readonly released: boolean };
+  | Exclude<RunOutcome<TSummary>, { kind: 'committed' | 'replay' }>;
 
 /**
  * Processes one SQS record at most once per key: claim the key, run the function, commit its staged effects with
@@ -104,7 +103,12 @@ export async function processIdentifiedRecord<TSummary, TEffect>(
         lease,
         lambdaContext: options.lambdaContext,
       }),
-    { waitMs: options.inFlightWaitMs ?? 0 },
+    {
+      waitMs: options.inFlightWaitMs ?? 0,
+      recoverable: options.recoverable ?? false,
+      ...(options.lambdaContext ? { invocation: options.lambdaContext } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    },
   );
   switch (outcome.kind) {
     case 'committed':

@@ -11,6 +11,22 @@
  * ```
  */
 
+import { LEASE_MARGIN_MS } from 'keystone-idempotency/engine';
+
+/**
+ * Settlement's short waits for a payment whose request is still running: the event comes back in 1 s, then 2 s;
+ * from the next receive on it waits out what is left of the owner's lease (lib/settlement/settle.ts reads this).
+ */
+export const SETTLEMENT_SHORT_RETRIES = 2;
+
+/**
+ * The receives settlement may need for one event whose payment's request is still running: one per short retry (the
+ * first receive asks for 1 s, the second for 2 s), the one that waits out the owner's lease, and the one after it
+ * that settles (the owner has committed by then, or its operation can be taken over). A queue that moves the event to
+ * its DLQ sooner loses its receipt.
+ */
+export const SETTLEMENT_RECEIVES_NEEDED = SETTLEMENT_SHORT_RETRIES + 2;
+
 /** A function that runs under an idempotency lease (or next to ones that do), and what invokes it. */
 export interface TimedFunction {
   readonly name: string;
@@ -28,6 +44,8 @@ export interface Timings {
   readonly processorTimeoutMs: number;
   /** The settlement queue's visibility timeout. */
   readonly queueVisibilityMs: number;
+  /** Receives before the settlement queue moves a message to its DLQ (its redrive policy's maxReceiveCount). */
+  readonly queueMaxReceiveCount: number;
   /** How often the completer looks for operations whose client never came back. */
   readonly completerPeriodMs: number;
   readonly functions: readonly TimedFunction[];
@@ -41,8 +59,9 @@ const MAX_VISIBILITY_TIMEOUT_MS = 12 * 60 * 60 * 1000;
 /**
  * Every way these timings break exactly-once processing or lose a payment, as sentences (empty when there is none).
  *
- * - lease > every function's timeout: a lease that runs out while its owner still runs lets a retry take the key
- *   over and do the work a second time.
+ * - lease ≥ every function's timeout + the engine's lease margin: a lease that runs out while its owner still runs
+ *   lets a retry take the key over and do the work a second time. (The adapters also raise a claim's lease to cover
+ *   the function's remaining time; this keeps the configured lease, on which every bound below is computed, true.)
  * - a route's timeout > the integration timeout: the gateway gives up first and the function still records its
  *   result, so the client's retry replays it instead of finding a claim orphaned by a killed function.
  * - processor timeout < the timeout of a function that calls it: a slow processor is an error the function handles.
@@ -52,6 +71,8 @@ const MAX_VISIBILITY_TIMEOUT_MS = 12 * 60 * 60 * 1000;
  * - completer period < lease: recovery reaches such an operation within twice the lease of its last attempt.
  * - lease ≤ visibility timeout: a message redelivered after its consumer died finds the dead claim's lease run out,
  *   instead of burning a receive (towards the DLQ) on "still in progress".
+ * - receives ≥ {@link SETTLEMENT_RECEIVES_NEEDED}: settlement's waits for a live owner (two short retries, then the
+ *   rest of the owner's lease) fit before the queue gives the event up to its DLQ.
  */
 export function timingViolations(timings: Timings): string[] {
   const { leaseMs, ttlMs, apiIntegrationMs, processorTimeoutMs, queueVisibilityMs, completerPeriodMs } = timings;
@@ -83,9 +104,10 @@ export function timingViolations(timings: Timings): string[] {
         `${fn.name} timeout ${duration(fn.timeoutMs)} exceeds Lambda's ${duration(MAX_LAMBDA_TIMEOUT_MS)} maximum`,
       );
     }
-    if (leaseMs <= fn.timeoutMs) {
+    if (leaseMs < fn.timeoutMs + LEASE_MARGIN_MS) {
       violations.push(
-        `lease (${duration(leaseMs)}) must be longer than ${fn.name}'s timeout (${duration(fn.timeoutMs)})`,
+        `lease (${duration(leaseMs)}) must be at least ${fn.name}'s timeout (${duration(fn.timeoutMs)}) plus the ` +
+          `engine's ${duration(LEASE_MARGIN_MS)} margin for clock skew`,
       );
     }
     if (fn.trigger === 'route' && fn.timeoutMs <= apiIntegrationMs) {
@@ -102,6 +124,13 @@ export function timingViolations(timings: Timings): string[] {
   if (queueVisibilityMs > MAX_VISIBILITY_TIMEOUT_MS) {
     violations.push(
       `settlement visibility timeout ${duration(queueVisibilityMs)} exceeds SQS's ${duration(MAX_VISIBILITY_TIMEOUT_MS)}`,
+    );
+  }
+  if (!(timings.queueMaxReceiveCount >= SETTLEMENT_RECEIVES_NEEDED)) {
+    violations.push(
+      `the settlement queue's receive count (${timings.queueMaxReceiveCount}) must be at least ` +
+        `${SETTLEMENT_RECEIVES_NEEDED}: settlement waits for a live owner over that many receives (1 s, 2 s, then ` +
+        "the rest of the owner's lease), and an event moved to the DLQ sooner never sends its receipt",
     );
   }
   if (leaseMs > queueVisibilityMs) {

@@ -5,6 +5,7 @@ import {
   DEFAULT_RETRY_POLICY,
   fullJitter,
   isRetryStatus,
+  retryAfterMs,
 } from '../../lib/client/retry-policy';
 
 describe('isRetryStatus', () => {
@@ -65,5 +66,20 @@ describe('checkRetryPolicy', () => {
     ['a timeout longer than a timer can wait', { attemptTimeoutMs: 2 ** 31 }],
   ])('refuses %s', (_name, override) => {
     expect(() => checkRetryPolicy({ ...DEFAULT_RETRY_POLICY, ...override })).toThrow(RangeError);
+  });
+});
+
+describe('retryAfterMs', () => {
+  const now = Date.UTC(2026, 0, 1, 12, 0, 0);
+
+  it('reads delay-seconds as seconds, however large: 1750000000 is about 55 years, not a date', () => {
+    expect(retryAfterMs('2', now)).toBe(2000);
+    expect(retryAfterMs(' 0 ', now)).toBe(0);
+    expect(retryAfterMs('1750000000', now)).toBe(1_750_000_000_000);
+  });
+
+  it('reads an HTTP-date as the time until then, and a date already past as no wait', () => {
+    expect(retryAfterMs(new Date(now + 3000).toUTCString(), now)).toBe(3000);
+    expect(retryAfterMs(new Date(now - 60_000).toUTCString(), now)).toBe(0);
   });
 });

@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { type Attempt, type PaymentResult, PaymentsClient, ProblemType } from '../../lib/client';
+import { type Attempt, IdempotencyProblemType } from 'keystone-idempotency/client';
+import { PaymentProblemType, type PaymentResult, PaymentsClient } from '../../lib/payments/client';
 import type { Charge } from '../../lib/sandbox/processor';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { getJson, injectFault } from '../sandbox/client';
 import { type StackProcess, startStackProcess } from '../support/local-stack-process';
 
 /**
- * The client against the local stack (`bin/local.ts`, the handler code Lambda runs) and the sandbox processor, with
- * the processor's faults. The processor's GET /charges is the witness: whatever the client saw, the card must have
- * been charged exactly once.
+ * The payments client (lib/payments/client, on the library's retry-safe client) against the local stack
+ * (`bin/local.ts`, the handler code Lambda runs) and the sandbox processor, with the processor's faults. The
+ * processor's GET /charges is the witness: whatever the client saw, the card must have been charged exactly once.
  */
 jest.setTimeout(60_000);
 
@@ -57,8 +58,8 @@ function allCharges(): Promise<Charge[]> {
 async function expectOneChargeBehind(result: PaymentResult) {
   if (result.kind !== 'success') throw new Error(`expected a success, got ${JSON.stringify(result)}`);
   const newCharges = (await allCharges()).slice(chargesBefore);
-  expect(newCharges.map((charge) => charge.id)).toEqual([result.payment.charge_id]);
-  expect(newCharges[0]?.metadata.payment_id).toBe(result.payment.id);
+  expect(newCharges.map((charge) => charge.id)).toEqual([result.body.charge_id]);
+  expect(newCharges[0]?.metadata.payment_id).toBe(result.body.id);
 }
 
 const statuses = (attempts: readonly Attempt[]) =>
@@ -69,7 +70,7 @@ describe('PaymentsClient against the local stack', () => {
     await injectFault(sandbox, { mode: 'drop_after_charge', count: 1 });
     const result = await client().preparePayment(card).send();
     expect(statuses(result.attempts)).toEqual([502, 201]);
-    expect(result.attempts[0]).toMatchObject({ retryAfter: '1', problemType: ProblemType.processorUnavailable });
+    expect(result.attempts[0]).toMatchObject({ retryAfter: '1', problemType: PaymentProblemType.processorUnavailable });
     expect(result.attempts[1]?.waitedMs).toBeGreaterThanOrEqual(990); // Retry-After: 1 (a timer may round down a ms)
     expect(result).toMatchObject({ kind: 'success', status: 201, replayed: false });
     await expectOneChargeBehind(result);
@@ -88,10 +89,10 @@ describe('PaymentsClient against the local stack', () => {
     expect(seen.slice(0, -1).length).toBeGreaterThanOrEqual(1);
     expect(new Set(seen.slice(0, -1))).toEqual(new Set([409]));
     for (const attempt of duplicate?.attempts.slice(0, -1) ?? []) {
-      expect(attempt).toMatchObject({ retryAfter: '1', problemType: ProblemType.requestInFlight });
+      expect(attempt).toMatchObject({ retryAfter: '1', problemType: IdempotencyProblemType.requestInFlight });
     }
     if (original?.kind !== 'success' || duplicate?.kind !== 'success') throw new Error('both must succeed');
-    expect(duplicate.payment).toEqual(original.payment);
+    expect(duplicate.body).toEqual(original.body);
     await expectOneChargeBehind(original);
   });
 
@@ -108,7 +109,7 @@ describe('PaymentsClient against the local stack', () => {
       .preparePayment({ ...card, source: 'tok_chargeDeclined' })
       .send();
     expect(result).toMatchObject({ kind: 'problem', status: 402, retryable: false });
-    if (result.kind === 'problem') expect(result.problem.type).toBe(ProblemType.cardDeclined);
+    if (result.kind === 'problem') expect(result.problem.type).toBe(PaymentProblemType.cardDeclined);
     expect(result.attempts).toHaveLength(1);
     expect((await allCharges()).length).toBe(chargesBefore);
   });
@@ -120,7 +121,7 @@ describe('PaymentsClient against the local stack', () => {
     const resumed = await client().preparePayment(stored.body, { idempotencyKey: stored.key }).send();
     expect(resumed).toMatchObject({ kind: 'success', replayed: true });
     if (first.kind !== 'success' || resumed.kind !== 'success') throw new Error('both must succeed');
-    expect(resumed.payment).toEqual(first.payment);
+    expect(resumed.body).toEqual(first.body);
     await expectOneChargeBehind(first);
   });
 });

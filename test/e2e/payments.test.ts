@@ -294,8 +294,9 @@ describe('crashes and expiry', () => {
 
   it('treats a key reused after its expiry as a new payment with a new charge', async () => {
     const env = stackEnv({
-      IDEMPOTENCY_LEASE_SECONDS: '1',
-      IDEMPOTENCY_TTL_SECONDS: '4',
+      // The shortest clocks the rules accept: functions + the 1 s lease margin <= lease, ttl > 2 x lease + period.
+      IDEMPOTENCY_LEASE_SECONDS: '2',
+      IDEMPOTENCY_TTL_SECONDS: '5',
       API_FUNCTION_TIMEOUT_MS: '900',
       CONSUMER_FUNCTION_TIMEOUT_MS: '900',
       PROCESSOR_TIMEOUT_MS: '600',
@@ -306,7 +307,7 @@ describe('crashes and expiry', () => {
       const key = randomUUID();
       const first = (await (await pay({ key, url: shortLived.url })).json()) as { id: string; charge_id: string };
       expect((await pay({ key, url: shortLived.url })).headers.get('idempotent-replayed')).toBe('true');
-      await new Promise((resolve) => setTimeout(resolve, 5100)); // a full TTL after the commit, rounded up
+      await new Promise((resolve) => setTimeout(resolve, 6100)); // a full TTL after the commit, rounded up
       const later = await pay({ key, url: shortLived.url });
       expect(later.status).toBe(201);
       expect(later.headers.get('idempotent-replayed')).toBeNull();

@@ -17,8 +17,8 @@ import { type StackProcess, startStackProcess } from '../support/local-stack-pro
  * the bound, and a late retry replays that 201. The sandbox, SQS and DynamoDB belong to the test, so they outlive a
  * killed API process.
  *
- * Timings (the shared rules hold): processor 2 s < functions 2.5 s < lease 3 s <= visibility 4 s; completer every
- * 1 s; TTL 60 s. The bound for a payment to appear: twice the lease after the last attempt ended (6 s), plus the
+ * Timings (the shared rules hold): processor 1.5 s < functions 2 s, functions + 1 s margin <= lease 3 s <= visibility
+ * 4 s; completer every 1 s; TTL 60 s. The bound for a payment to appear: twice the lease after the last attempt ended (6 s), plus the
  * event's delivery.
  */
 jest.setTimeout(120_000);
@@ -54,9 +54,9 @@ beforeAll(async () => {
     LOCAL_API_KEYS: `${API_KEY}:${ACCOUNT}`,
     IDEMPOTENCY_LEASE_SECONDS: String(LEASE_MS / 1000),
     IDEMPOTENCY_TTL_SECONDS: '60',
-    API_FUNCTION_TIMEOUT_MS: '2500',
-    CONSUMER_FUNCTION_TIMEOUT_MS: '2500',
-    PROCESSOR_TIMEOUT_MS: '2000',
+    API_FUNCTION_TIMEOUT_MS: '2000',
+    CONSUMER_FUNCTION_TIMEOUT_MS: '2000',
+    PROCESSOR_TIMEOUT_MS: '1500',
     MAILER_TIMEOUT_MS: '1000',
     SETTLEMENT_VISIBILITY_SECONDS: '4',
     SETTLEMENT_MAX_RECEIVE_COUNT: '5',

@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { GetQueueUrlCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
 import type { OpenAPIObject } from 'openapi3-ts/oas31';
 import { freePort } from '../../lib/local/free-port';
 import { type LocalSqs, startLocalSqs } from '../../lib/local/sqs';
@@ -41,11 +46,12 @@ beforeAll(async () => {
     IDEMPOTENCY_TABLE: `e2e-idem-${randomUUID().slice(0, 8)}`,
     PAYMENTS_TABLE: `e2e-pay-${randomUUID().slice(0, 8)}`,
     LOCAL_API_KEYS: `${API_KEY}:acct_s`,
-    // Short clocks so redelivery and takeover happen within a test: consumer timeout < lease < visibility timeout.
+    // Short clocks so redelivery and takeover happen within a test: consumer timeout + 1 s (the lease margin) <=
+    // lease <= visibility timeout, and the fewest receives settlement's waits for a live owner need.
     CONSUMER_FUNCTION_TIMEOUT_MS: '1500',
-    IDEMPOTENCY_LEASE_SECONDS: '2',
+    IDEMPOTENCY_LEASE_SECONDS: '3',
     SETTLEMENT_VISIBILITY_SECONDS: '3',
-    SETTLEMENT_MAX_RECEIVE_COUNT: '3',
+    SETTLEMENT_MAX_RECEIVE_COUNT: '4',
     API_FUNCTION_TIMEOUT_MS: '1800',
     PROCESSOR_TIMEOUT_MS: '1500',
     MAILER_TIMEOUT_MS: '1000',
@@ -67,8 +73,8 @@ interface Payment {
   charge_id: string;
 }
 
-async function pay(): Promise<Payment> {
-  const response = await fetch(`${stack.url}/payments`, {
+async function pay(url = stack.url): Promise<Payment> {
+  const response = await fetch(`${url}/payments`, {
     method: 'POST',
     headers: {
       Authorization: `Bearer ${API_KEY}`,
@@ -202,6 +208,49 @@ describe('settlement from processor webhooks', () => {
     expect(emailsFor(paid.id)).toHaveLength(1);
   });
 
+  it('keeps a copy of an event waiting while its original is still settling: nothing reaches the DLQ', async () => {
+    // SQS delivers at least once: a copy of an event can arrive while the original still holds its key (here, a slow
+    // mailer). The copy used to come back every second, spend its receives in about four and land in the DLQ while
+    // the original was still working. It now comes back when the original's lease has run out, and replays.
+    const slowEnv = {
+      ...env,
+      SETTLEMENT_QUEUE_NAME: `inflight-${randomUUID().slice(0, 8)}`,
+      CONSUMER_FUNCTION_TIMEOUT_MS: '8000',
+      MAILER_TIMEOUT_MS: '7000',
+      IDEMPOTENCY_LEASE_SECONDS: '9',
+      SETTLEMENT_VISIBILITY_SECONDS: '10',
+      SETTLEMENT_MAX_RECEIVE_COUNT: '4',
+    };
+    await sandboxCall('PUT', '/__webhooks', { enabled: false }); // this test delivers the event itself
+    const slow = await startStackProcess(slowEnv);
+    try {
+      const paid = await pay(slow.url);
+      const event = await eventually(
+        () => eventFor(paid.charge_id),
+        (e) => e !== undefined,
+      );
+      const url = await queueUrl(slowEnv.SETTLEMENT_QUEUE_NAME);
+      await sandboxCall('POST', '/__faults', { mode: 'delay', ms: 6000, count: 1, target: 'emails' });
+      await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: JSON.stringify(event) }));
+      await eventually(
+        async () => (await (await fetch(`${sandbox.url}/__faults`)).json()) as unknown[],
+        (pending) => pending.length === 0, // the original is in the mailer now, holding the event's key
+      );
+      await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: JSON.stringify(event) }));
+      await eventually(
+        () => messagesIn(url),
+        (count) => count === 0, // both acknowledged: the original settled, the copy replayed (or went to the DLQ)
+        40_000,
+      );
+      expect(await messagesIn(await queueUrl(`${slowEnv.SETTLEMENT_QUEUE_NAME}-dlq`))).toBe(0);
+      expect(emailsFor(paid.id)).toHaveLength(1);
+      expect((await payment(paid.id, slow.url)).status).toBe('settled');
+    } finally {
+      await slow.stop();
+      await sandboxCall('PUT', '/__webhooks', { enabled: true });
+    }
+  });
+
   it('moves a poison message to the DLQ while the rest of its batch succeeds', async () => {
     const paid = await pay();
     const event = await eventually(
@@ -239,4 +288,27 @@ async function queueUrl(name = env.SETTLEMENT_QUEUE_NAME): Promise<string> {
   const { QueueUrl } = await sqs.client.send(new GetQueueUrlCommand({ QueueName: name }));
   if (!QueueUrl) throw new Error(`no queue ${name}`);
   return QueueUrl;
+}
+
+/** Messages in a queue, visible or in flight. */
+async function messagesIn(url: string): Promise<number> {
+  const { Attributes } = await sqs.client.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
+  return (
+    Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
+    Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
+}
+
+async function sandboxCall(method: string, path: string, body: unknown): Promise<void> {
+  const response = await fetch(`${sandbox.url}${path}`, {
+    method,
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}`);
 }

@@ -61,7 +61,9 @@ function booking(options: Partial<MakeIdempotentOptions<Order, EffectItem>> = {}
   };
 }
 
-const shipments = (handle: IdempotencyHandle<EffectItem>) => db.itemsUnder(`SHIP#${handle.downstreamKey}`);
+const shipments = (handle: Pick<IdempotencyHandle<EffectItem>, 'downstreamKey'>) =>
+  db.itemsUnder(`SHIP#${handle.downstreamKey}`);
+const handleOf = (downstreamKey: string) => ({ downstreamKey });
 
 describe('makeIdempotent', () => {
   it('runs the function once per key, and returns its stored result to every later call', async () => {
@@ -198,6 +200,41 @@ describe('makeIdempotent', () => {
     expect(runs.map((handle) => handle.attempt)).toEqual([1, 2]);
     expect(await shipments(runs[0]!)).toBe(1);
     expect(await book(input)).toEqual({ shipmentId: 'by-the-retry' });
+  });
+
+  it("covers a Lambda function's remaining time with the lease, even when the store's lease is shorter", async () => {
+    // The defect: a 1 s lease on a 2.5 s function let a second call take the operation over mid-run, and the effect
+    // ran twice. With the function's context passed through, the claim's lease covers its remaining time.
+    const clock = new FakeClock(Date.now());
+    const warnings: Record<string, unknown>[] = [];
+    const short = new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable, leaseSeconds: 1, clock });
+    const carrier: string[] = [];
+    const handler = makeIdempotent(
+      async (input: Order, handle: IdempotencyHandle<EffectItem>, _context: Context) => {
+        carrier.push(handle.downstreamKey);
+        if (carrier.length === 1) {
+          clock.advance(2000); // past the store's lease, inside the function's 2.5 s
+          const duplicate = await handler(input, lambdaContext(2500)).catch((error: unknown) => error);
+          expect(duplicate).toBeInstanceOf(OperationInFlightError);
+        }
+        handle.stage(shipmentRow(handle, `run-${carrier.length}`));
+        return { shipmentId: `run-${carrier.length}` };
+      },
+      {
+        store: short,
+        name: 'book-shipment',
+        key: (input) => input.orderId,
+        logger: { warn: (_message, details) => warnings.push(details) },
+      },
+    );
+    const input = order();
+    const context = lambdaContext(2500);
+    expect(await handler(input, context)).toEqual({ shipmentId: 'run-1' });
+    expect(carrier).toHaveLength(1);
+    // Said once, not per call: the store's lease is a misconfiguration for this function.
+    expect(warnings).toEqual([{ storeLeaseMs: 1000, neededMs: expect.any(Number), marginMs: 1000 }]);
+    expect(warnings[0]?.neededMs).toBeGreaterThan(2500);
+    expect(await shipments(handleOf(carrier[0]!))).toBe(1);
   });
 
   it('refuses an effect staged after the function returned', async () => {

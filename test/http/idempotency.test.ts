@@ -10,9 +10,11 @@ import { RecordStatus } from '../../lib/engine/record';
 import { answersEarly } from '../../lib/http/early-response';
 import { problemErrorHandler } from '../../lib/http/error-handler';
 import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
+import { ProblemType, problemType } from '../../lib/http/problem';
 import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
 import { apiEvent, lambdaContext } from '../support/api-event';
-import { testDatabase } from '../support/dynamodb';
+import { localClient, localDocumentClient, testDatabase } from '../support/dynamodb';
+import { type DynamoDbFaultProxy, DynamoDbTarget, startDynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
 import { FakeClock } from '../support/fake-clock';
 
 const db = testDatabase();
@@ -22,9 +24,9 @@ const Body = z.strictObject({ amount: z.number().int().positive(), currency: z.s
 type Ctx = Context & WithIdempotency<EffectItem> & WithBody<z.infer<typeof Body>>;
 
 /** A payment-like handler whose behaviour each test steers, recording every run and the downstream key it saw. */
-function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: string[] } = {}) {
+function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: string[]; client?: typeof doc } = {}) {
   const store = new DynamoDbStore({
-    client: doc,
+    client: options.client ?? doc,
     tableName: db.idempotencyTable,
     clock: options.clock,
     leaseSeconds: options.leaseSeconds ?? 30,
@@ -61,7 +63,8 @@ function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: 
     set: (next: typeof behaviour) => {
       behaviour = next;
     },
-    call: (event: APIGatewayProxyEvent) => handler(event, lambdaContext() as Ctx),
+    /** `timeoutMs`: the invocation's time, which the claim's lease covers (a lease can't run out under a live call). */
+    call: (event: APIGatewayProxyEvent, timeoutMs?: number) => handler(event, lambdaContext(timeoutMs) as Ctx),
   };
 }
 
@@ -262,7 +265,8 @@ describe('httpIdempotency', () => {
       }
       return { statusCode: 201, body: '{"by":"stale owner"}' };
     });
-    const stale = await h.call(post(key));
+    // An invocation with less time than the lease: only a stalled clock or a skewed one lets it outlive its lease.
+    const stale = await h.call(post(key), 3000);
     expect(stale.statusCode).toBe(409);
     expect((await takeover)?.body).toBe('{"by":"new owner"}');
     expect(h.runs[1]!.downstreamKey).toBe(h.runs[0]!.downstreamKey);
@@ -289,6 +293,59 @@ describe('httpIdempotency', () => {
       'IdempotencyReleased',
       'IdempotencyKeyInvalid',
     ]);
+  });
+});
+
+describe('a key writers contend for, and releases that did not happen', () => {
+  let proxy: DynamoDbFaultProxy;
+  let client: ReturnType<typeof localClient>;
+  beforeAll(async () => {
+    proxy = await startDynamoDbFaultProxy(process.env.DYNAMODB_ENDPOINT!);
+    client = localClient({ endpoint: proxy.url });
+  });
+  afterAll(async () => {
+    client?.destroy();
+    await proxy?.close();
+  });
+
+  it('answers a key that keeps meeting transactions with 409 and Retry-After, never a 500', async () => {
+    // Real DynamoDB refuses a write to an item a transaction is writing (TransactionConflictException); a claim that
+    // keeps meeting one gives up as contended. That is a duplicate in flight, not a server error.
+    const h = harness({ client: localDocumentClient(client) });
+    const key = randomUUID();
+    const conflicts = proxy.arm({
+      match: {
+        name: `claim of ${key}`,
+        target: DynamoDbTarget.PutItem,
+        when: (body) => JSON.stringify(body).includes(key),
+      },
+      fault: { mode: 'error', error: 'TransactionConflictException' },
+      count: 5,
+    });
+    const answer = await h.call(post(key));
+    expect(conflicts.fired()).toBe(5);
+    expect(answer.statusCode).toBe(409);
+    expect(answer.headers?.['Retry-After']).toBe('1');
+    expect(problem(answer).type).toBe(problemType(ProblemType.requestInFlight));
+    expect(h.runs).toHaveLength(0);
+  });
+
+  it('counts a release only when one happened', async () => {
+    const clock = new FakeClock();
+    const metrics: string[] = [];
+    const h = harness({ clock, leaseSeconds: 5, metrics });
+    const key = randomUUID();
+    h.set(async () => {
+      if (h.runs.length === 1) {
+        // This owner stalls past its lease and a retry takes the key over: the 503 it then answers releases nothing.
+        clock.advance(6000);
+        h.set(async () => ({ statusCode: 201, body: '{}' }));
+        await h.call(post(key));
+      }
+      return { statusCode: 503, body: '{}' };
+    });
+    await h.call(post(key), 3000);
+    expect(metrics).toEqual(['IdempotencyClaimed', 'IdempotencyTakeover', 'IdempotencyCommitted']);
   });
 });
 

@@ -29,7 +29,9 @@ describe('timingViolations', () => {
 
   it('rejects a lease that a function can outlive', () => {
     const violations = timingViolations(prodWith({ timeouts: { queueConsumerSeconds: 90 } }), serviceFunctions);
-    expect(violations).toContain("lease (90s) must be longer than SettlementConsumer's timeout (90s)");
+    expect(violations).toContain(
+      "lease (90s) must be at least SettlementConsumer's timeout (90s) plus the engine's 1s margin for clock skew",
+    );
   });
 
   it('rejects a completer that comes around less often than the lease', () => {

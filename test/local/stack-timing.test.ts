@@ -11,6 +11,13 @@ describe('the local stack', () => {
     );
   });
 
+  it("refuses a settlement receive count that would send a live owner's event to the DLQ", async () => {
+    // The setting: 3 was accepted, and settlement's waits (1 s, 2 s, the rest of the lease) outlived it.
+    await expect(
+      startLocalStack({ env: { SETTLEMENT_MAX_RECEIVE_COUNT: '3', DYNAMODB_ENDPOINT: '' }, log: silentLog }),
+    ).rejects.toThrow(/- the settlement queue's receive count \(3\) must be at least 4/);
+  });
+
   it('starts with its defaults: they satisfy the shared rules', () => {
     expect(timingViolations(localTimings({}))).toEqual([]);
   });

@@ -45,6 +45,8 @@ class FakeCarrier {
 function consumer(
   options: Partial<SqsIdempotentHandlerOptions<Shipped, EffectItem>> = {},
   clock = new FakeClock(Date.now()),
+  /** The invocation's time, which each claim's lease covers. */
+  timeoutMs = LEASE_MS - 5000,
 ) {
   const store = new DynamoDbStore({
     client: doc,
@@ -82,7 +84,7 @@ function consumer(
    */
   const invoke = async (...records: SQSRecord[]): Promise<SQSBatchResponse> => {
     try {
-      return await handler(sqsEvent(...records), lambdaContext());
+      return await handler(sqsEvent(...records), lambdaContext(timeoutMs));
     } catch (error) {
       if (!(error instanceof FullBatchFailureError)) throw error;
       return { batchItemFailures: failures(...records) };
@@ -207,7 +209,9 @@ describe('makeSqsIdempotentHandler', () => {
 
     expect(await invoke(redelivered(message))).toEqual({ batchItemFailures: failures(message) });
     expect(runs).toEqual([]);
-    expect(logger.lines).toEqual([{ level: 'warn', message: 'record in flight elsewhere; sent back to the queue' }]);
+    expect(logger.lines).toEqual([
+      { level: 'warn', message: 'record in flight elsewhere; it comes back when its lease has run out' },
+    ]);
 
     await store.commit(original.lease, { statusCode: 200, body: '{"orderId":"x","bookingId":"bk_0"}', headers: {} });
     expect(await invoke(redelivered(message))).toEqual({ batchItemFailures: [] });
@@ -245,6 +249,8 @@ describe('makeSqsIdempotentHandler', () => {
         },
       },
       clock,
+      // Less time than the lease: only a stalled or skewed clock lets this invocation outlive its lease.
+      LEASE_MS - 2000,
     );
     const message = order();
     expect(await invoke(message)).toEqual({ batchItemFailures: failures(message) });

@@ -4,7 +4,7 @@ import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DynamoDbStore } from '../../lib/dynamodb/store';
 import { createQueueWithDlq, type LocalSqs, type QueueWithDlq, startLocalSqs } from '../../lib/local/sqs';
 import { toSqsRecord } from '../../lib/local/sqs-event';
-import { DeadLetterError, makeSqsIdempotentHandler, queueUrlOf, RetryLaterError } from '../../lib/sqs';
+import { DeadLetterError, makeSqsIdempotentHandler, queueUrlOf, RetryLaterError, recordIdentity } from '../../lib/sqs';
 import { testDatabase } from '../support/dynamodb';
 
 /**
@@ -26,7 +26,7 @@ beforeAll(async () => {
 });
 afterAll(() => sqs?.close());
 
-const lambdaContext = { getRemainingTimeInMillis: () => 10_000 } as Context;
+const lambdaContext = { getRemainingTimeInMillis: () => 4_000 } as Context;
 
 /** Sends one message and receives it, as the event source mapping would, into a Lambda-shaped record. */
 async function deliver(body: unknown): Promise<SQSRecord> {
@@ -52,11 +52,16 @@ async function receiveWithin(url: string, seconds: number): Promise<string[]> {
   return (Messages ?? []).map((message) => message.Body ?? '');
 }
 
-function consumer(process: (record: SQSRecord) => Promise<unknown>, withQueue = true) {
+function consumer(
+  process: (record: SQSRecord) => Promise<unknown>,
+  withQueue = true,
+  store = new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable }),
+  name = `actions-${randomUUID().slice(0, 8)}`,
+) {
   const lines: { level: string; message: string }[] = [];
   const handler = makeSqsIdempotentHandler({
-    store: new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable }),
-    name: `actions-${randomUUID().slice(0, 8)}`,
+    store,
+    name,
     process,
     logger: {
       info: (message) => lines.push({ level: 'info', message }),
@@ -104,6 +109,31 @@ describe('a record whose function throws DeadLetterError', () => {
     expect((await invoke(record)).batchItemFailures).toEqual([]);
     expect(lines).toEqual([{ level: 'error', message: 'record can never succeed; moved to the dead-letter queue' }]);
     expect(await receiveWithin(queue.dlqUrl, 2)).toEqual([JSON.stringify(body)]);
+  });
+});
+
+describe('a record another consumer is still working on', () => {
+  it("comes back when the owner's lease has run out, not every second, so it never spends its receives", async () => {
+    // A duplicate told to come back in a second used up five receives in about five seconds and reached the DLQ
+    // while its original was still working. It now waits for the original to finish (a replay) or die (a takeover).
+    const store = new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable, leaseSeconds: 6 });
+    const name = `actions-${randomUUID().slice(0, 8)}`;
+    const body = { id: randomUUID() };
+    const record = await deliver(body);
+    const original = await store.claim(
+      recordIdentity(record, { name }).key,
+      recordIdentity(record, { name }).fingerprint,
+    );
+    expect(original.kind).toBe('acquired');
+    const { invoke, lines } = consumer(async () => 'ran', true, store, name);
+    const started = Date.now();
+    expect((await invoke(record)).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(lines).toEqual([
+      { level: 'info', message: 'record in flight elsewhere; it comes back when its lease has run out' },
+    ]);
+    expect(await receiveWithin(queue.queueUrl, 3)).toEqual([]);
+    expect(await receiveWithin(queue.queueUrl, 10)).toEqual([JSON.stringify(body)]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(5000);
   });
 });
 

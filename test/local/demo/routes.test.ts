@@ -87,10 +87,12 @@ describe('demo routes', () => {
 });
 
 describe('buildPageAssets', () => {
-  it('bundles the page with the client from lib/client, as an ES module for the browser', async () => {
+  it('bundles the page with the payments client and the library client under it, as an ES module', async () => {
     const built = await buildPageAssets();
     expect(built.html).toContain('<script type="module" src="/demo/app.js">');
-    expect(built.script).toContain('lib/client/payments-client.ts'); // the inline source map names its sources
+    // The inline source map names its sources.
+    expect(built.script).toContain('lib/payments/client/payments-client.ts');
+    expect(built.script).toContain('lib/client/operation.ts');
     expect(built.script).toContain('Idempotency-Key');
     expect(built.script).not.toMatch(/\brequire\(/);
   });

@@ -1,4 +1,5 @@
-import { type Attempt, type PaymentResult, ProblemType } from 'keystone-idempotency/client';
+import { type Attempt, IdempotencyProblemType } from 'keystone-idempotency/client';
+import { PaymentProblemType, type PaymentResult } from '../../../payments/client';
 import type { TapOutcome, TapSettings } from './tap';
 
 /** Words for what the client and the server did: the log's and the verdict's text. No DOM here. */
@@ -20,11 +21,11 @@ export function describeAttempt(attempt: Attempt, willRetry: boolean): { text: s
 function statusWords(attempt: Attempt & { kind: 'response' }): string {
   if (attempt.status === 201) return attempt.replayed ? 'replayed' : 'created';
   switch (attempt.problemType) {
-    case ProblemType.requestInFlight:
+    case IdempotencyProblemType.requestInFlight:
       return 'in flight';
-    case ProblemType.processorUnavailable:
+    case PaymentProblemType.processorUnavailable:
       return 'processor reply lost';
-    case ProblemType.cardDeclined:
+    case PaymentProblemType.cardDeclined:
       return 'declined';
     default:
       return '';
@@ -40,9 +41,13 @@ export function describeWait(waitedMs: number): string {
 export function describeResult(result: PaymentResult): string {
   switch (result.kind) {
     case 'success':
-      return `→ ${result.payment.id}`;
+      return `→ ${result.body.id}`;
     case 'problem':
       return `→ ${result.status} ${result.problem.title}`;
+    case 'retry-later':
+      return `→ ${result.status}, come back at ${new Date(result.retryAt).toLocaleTimeString()}`;
+    case 'invalid-response':
+      return `→ ${result.status} with an unreadable body (${result.reason})`;
     case 'no-answer':
       return `→ gave up (${result.reason})`;
   }

@@ -1,4 +1,5 @@
-import type { Attempt, PaymentResult } from 'keystone-idempotency/client';
+import type { Attempt } from 'keystone-idempotency/client';
+import type { PaymentResult } from '../../../payments/client';
 import { describeAttempt, describeResult, describeWait } from './describe';
 import type { TapListener, TapOutcome, TapRequest, TapSettings } from './tap';
 

@@ -1,12 +1,12 @@
-import { type NewPayment, PaymentsClient } from 'keystone-idempotency/client';
+import { type NewPayment, PaymentsClient } from '../../../payments/client';
 import { demoApi } from './demo-api';
 import { verdict } from './describe';
 import { TapEntry } from './log-view';
 import { doubleTap, type TapSettings } from './tap';
 
 /**
- * The double-tap demo: wires the page's controls to the retry-safe client (lib/client, bundled as it is) and to the
- * local stack's demo routes. The charge counter only ever shows what the processor's ledger says.
+ * The double-tap demo: wires the page's controls to the payments client (lib/payments/client, on the library's
+ * retry-safe client in lib/client, both bundled as they are) and to the local stack's demo routes. The charge counter only ever shows what the processor's ledger says.
  */
 const PAYMENT: NewPayment = { amount: 4200, currency: 'usd', source: 'tok_visa', description: 'Double-tap demo' };
 

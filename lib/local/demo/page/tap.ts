@@ -1,4 +1,5 @@
-import type { Attempt, NewPayment, PaymentResult, PaymentsClient } from 'keystone-idempotency/client';
+import type { Attempt } from 'keystone-idempotency/client';
+import type { NewPayment, PaymentResult, PaymentsClient } from '../../../payments/client';
 import type { LedgerCharge } from '../wire';
 import type { DemoApi } from './demo-api';
 

@@ -1,0 +1,30 @@
+import { join, relative } from 'node:path';
+import { build } from 'esbuild';
+
+/**
+ * The payments client runs in the demo page as it is: bundled for the browser, it pulls in the library's client (by
+ * the package's name), the payment schema and zod, and nothing else of the service (no handler, no store, no HTTP
+ * adapter: the page must not carry the server).
+ */
+const root = join(__dirname, '..', '..', '..');
+
+describe('the payments client bundle', () => {
+  it('builds for the browser from itself, the payment schema, the library client, ky and zod', async () => {
+    const result = await build({
+      entryPoints: [join(root, 'lib', 'payments', 'client', 'index.ts')],
+      bundle: true,
+      platform: 'browser',
+      format: 'esm',
+      target: 'es2022',
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+    });
+    const inputs = Object.keys(result.metafile.inputs).map((input) => relative(root, join(root, input)));
+    expect(inputs).toEqual(expect.arrayContaining(['lib/client/index.ts', 'lib/payments/schema.ts']));
+    const others = inputs.filter(
+      (input) => !/^(lib\/client\/|lib\/payments\/client\/|node_modules\/(ky|zod)\/)/.test(input),
+    );
+    expect(others.sort()).toEqual(['lib/http/problem-types.ts', 'lib/payments/schema.ts']);
+  });
+});
