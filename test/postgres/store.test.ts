@@ -3,6 +3,8 @@ import type { Pool } from 'pg';
 import type { OneShotOutcome } from '../../lib/engine/contract';
 import { ContendedError, EffectConditionFailedError, IdempotencyError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
+import { makeIdempotent } from '../../lib/engine/make-idempotent';
+import type { IdempotencyHandle } from '../../lib/engine/operation';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
 import type { Queryable } from '../../lib/postgres/database';
 import { migrate } from '../../lib/postgres/migrate';
@@ -371,6 +373,48 @@ describe('deadlocks and serialization failures', () => {
       else expect(await duplicate).toMatchObject({ kind: 'replay', response: created });
       expect(await pg.rowsUnder(key)).toBe(0);
     }
+  });
+});
+
+describe('the engine’s adapters on PostgreSQL', () => {
+  it('run a function once per key with makeIdempotent, its SQL committed with the key, its result replayed', async () => {
+    const s = pg.store();
+    let runs = 0;
+    const ship = makeIdempotent(
+      async (order: { orderId: string }, idempotency: IdempotencyHandle<PostgresEffect>) => {
+        runs += 1;
+        idempotency.stage(row(order.orderId, idempotency.downstreamKey));
+        return { shipped: order.orderId, attempt: idempotency.attempt };
+      },
+      { store: s, name: 'ship', key: (order) => order.orderId },
+    );
+    const order = { orderId: `ord_${randomUUID()}` };
+    const first = await ship(order);
+    expect(await ship(order)).toEqual(first);
+    expect(runs).toBe(1);
+    expect(await pg.rowsUnder(order.orderId)).toBe(1);
+  });
+
+  it('write nothing of a run that threw, and take the key over on the next call, same downstream key', async () => {
+    const s = pg.store();
+    const keys: string[] = [];
+    let fail = true;
+    const ship = makeIdempotent(
+      async (order: { orderId: string }, idempotency: IdempotencyHandle<PostgresEffect>) => {
+        keys.push(idempotency.downstreamKey);
+        idempotency.stage(row(order.orderId, `attempt-${idempotency.attempt}`));
+        if (fail) throw new Error('the carrier is down');
+        return 'shipped';
+      },
+      { store: s, name: 'ship', key: (order) => order.orderId },
+    );
+    const order = { orderId: `ord_${randomUUID()}` };
+    await expect(ship(order)).rejects.toThrow('the carrier is down');
+    expect(await pg.rowsUnder(order.orderId)).toBe(0);
+    fail = false;
+    expect(await ship(order)).toBe('shipped');
+    expect(new Set(keys).size).toBe(1);
+    expect(await pg.rowsUnder(order.orderId)).toBe(1);
   });
 });
 
