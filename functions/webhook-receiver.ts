@@ -4,6 +4,7 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { systemClock } from 'keystone-idempotency/engine';
 import { httpIdempotency, problemErrorHandler, validateJsonBody, type WithBody } from 'keystone-idempotency/http';
+import { sqsMessageBody } from 'keystone-idempotency/sqs';
 import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore } from '../lib/payments/config';
 import { documentClient } from '../lib/runtime/clients';
@@ -33,7 +34,8 @@ async function receiveWebhook(_event: APIGatewayProxyEvent, context: WebhookCont
   await sqs.send(
     new SendMessageCommand({
       QueueUrl: queueUrl,
-      MessageBody: JSON.stringify(event),
+      // The processor's strings may hold characters SQS refuses (U+FFFF, say): escaped, the event still parses back.
+      MessageBody: sqsMessageBody(event),
       MessageAttributes: { event_id: { DataType: 'String', StringValue: event.id } },
     }),
   );
