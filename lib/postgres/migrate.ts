@@ -29,7 +29,7 @@ function migrationsTable(names: TableNames): string {
  * @returns the versions applied by this call (empty when the table was up to date).
  *
  * @example
- * const pool = new Pool({ connectionString: process.env.DATABASE_URL, pipeline: true });
+ * const pool = new Pool({ connectionString: databaseUrl, pipeline: true });
  * await migrate(pool);                                   // idempotency_keys in the search_path's schema
  * await migrate(pool, { schema: 'payments', table: 'idempotency_keys' });
  */

@@ -108,7 +108,7 @@ const ONE_SHOT_EFFECTS_FROM = 3;
  * Times come from the injected clock, passed as parameters; PostgreSQL's own `now()` never decides anything.
  *
  * @example
- * const pool = new Pool({ connectionString: process.env.DATABASE_URL, pipeline: true });
+ * const pool = new Pool({ connectionString: databaseUrl, pipeline: true });
  * await migrate(pool);
  * const store = new PostgresStore({ pool });
  * const outcome = await store.claim(scopedKey(scope), fingerprint(request));
