@@ -41,28 +41,21 @@ describe('startPostgresLocal', () => {
     if (userInfo().uid !== 0) expect(owner).toBe(userInfo().uid);
   });
 
-  it('runs binaries kept where only this process may enter (a checkout under /root, run as root)', async () => {
+  it('runs binaries only this process may reach (a checkout under /root, as root); stopped, leaves nothing', async () => {
     const hidden = mkdtempSync(join(tmpdir(), 'hidden-')); // mode 700, owned by whoever runs the test
     try {
       const native = join(hidden, 'native');
       cpSync(dirname(dirname(postgresBinaries().initdb)), native, { recursive: true, verbatimSymlinks: true });
       const other = await startPostgresLocal({ nativeDir: native });
-      try {
-        expect(await query<{ answer: number }>(other.url, 'SELECT 42 AS answer')).toEqual([{ answer: 42 }]);
-      } finally {
-        await other.stop();
-      }
+      const processes = (await query<{ pid: number }>(other.url, 'SELECT pid FROM pg_stat_activity')).map((r) => r.pid);
+      expect(processes.length).toBeGreaterThan(0);
+
+      // and, stopped, leaves no server process and no directory behind
+      await other.stop();
+      expect(existsSync(other.workDir)).toBe(false);
+      for (const pid of [other.pid, ...processes]) expect(existsSync(`/proc/${pid}`)).toBe(false);
     } finally {
       rmSync(hidden, { recursive: true, force: true });
     }
-  });
-
-  it('stops every server process and removes its directory when stopped', async () => {
-    const other = await startPostgresLocal();
-    const children = (await query<{ pid: number }>(other.url, 'SELECT pid FROM pg_stat_activity')).map((r) => r.pid);
-    expect(children.length).toBeGreaterThan(0);
-    await other.stop();
-    expect(existsSync(other.workDir)).toBe(false);
-    for (const pid of [other.pid, ...children]) expect(existsSync(`/proc/${pid}`)).toBe(false);
   });
 });
