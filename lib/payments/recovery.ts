@@ -56,7 +56,10 @@ export type ChargeCompletion =
   | { readonly kind: 'completed' }
   /** The operation had committed meanwhile (its owner finished); the payment is there now. */
   | { readonly kind: 'already-completed' }
-  /** The operation's record is gone (expired): the payment was recorded on its own, so the money is not lost. */
+  /**
+   * The operation's record is gone (finished, then past its TTL; an unfinished one never expires): the payment was
+   * recorded on its own, so the money is not lost.
+   */
   | { readonly kind: 'recorded-without-operation' }
   /** The operation's owner still holds a live lease: it may yet commit. Look again after `retryAfterMs`. */
   | { readonly kind: 'owner-live'; readonly retryAfterMs: number }
