@@ -13,7 +13,8 @@ export interface RecordJson {
   readonly downstream_key: string;
   readonly attempt: number;
   readonly created_at: number;
-  readonly expires_at: number;
+  /** Null while the operation is in the recovery set: it never expires. */
+  readonly expires_at: number | null;
   readonly recover_at: number | null;
   readonly response_status: number | null;
   readonly response_headers: Record<string, string> | null;
@@ -29,7 +30,7 @@ export function fromJson(json: RecordJson): IdempotencyRecord {
     fingerprint: json.fingerprint,
     leaseToken: json.lease_token,
     leaseExpiresAt: Number(json.lease_expires_at),
-    expiresAt: Number(json.expires_at),
+    ...(json.expires_at !== null ? { expiresAt: Number(json.expires_at) } : {}),
     downstreamKey: json.downstream_key,
     attempt: Number(json.attempt),
     createdAt: Number(json.created_at),

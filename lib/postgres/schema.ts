@@ -99,8 +99,11 @@ const STATUSES = Object.values(RecordStatus)
  *   may hold characters `text` refuses, NUL among them); for a base64-encoded (binary) response, the decoded bytes.
  * - `recover_at` is set only while a recoverable operation is unfinished: the partial index on it is the recovery
  *   set, holding only those few rows, which `findDue` reads instead of the table.
- * - `expires_at` is indexed for the batch purge of expired rows. Reads never rely on the purge: a row past its expiry
- *   is absent to every read, as on DynamoDB, whose TTL deletion lags too.
+ * - `expires_at` is set exactly when `recover_at` is not (a check says so): an unfinished recoverable operation never
+ *   expires, so no condition takes it for free and the purge, which deletes only rows whose expiry has passed, never
+ *   deletes it, however far behind recovery falls. Forgotten, a late retry would claim it afresh, with a new
+ *   downstream key, and charge again. It is indexed (where set) for the batch purge. Reads never rely on the purge:
+ *   a row past its expiry is absent to every read, as on DynamoDB, whose TTL deletion lags too.
  */
 export function schemaV1(names: TableNames): string {
   const t = names.table;
@@ -116,7 +119,7 @@ CREATE TABLE ${t} (
   attempt            integer     NOT NULL,
   created_at         timestamptz NOT NULL,
   completed_at       timestamptz,
-  expires_at         timestamptz NOT NULL,
+  expires_at         timestamptz,
   recover_at         timestamptz,
   response_status    smallint,
   response_headers   jsonb,
@@ -126,11 +129,13 @@ CREATE TABLE ${t} (
   CONSTRAINT ${quoteIdentifier(`${names.bare}_status`)} CHECK (status IN (${STATUSES})),
   CONSTRAINT ${quoteIdentifier(`${names.bare}_attempt`)} CHECK (attempt >= 1),
   CONSTRAINT ${quoteIdentifier(`${names.bare}_completed_with_response`)}
-    CHECK ((status = '${RecordStatus.Completed}') = (response_status IS NOT NULL AND response_body IS NOT NULL))
+    CHECK ((status = '${RecordStatus.Completed}') = (response_status IS NOT NULL AND response_body IS NOT NULL)),
+  CONSTRAINT ${quoteIdentifier(`${names.bare}_unfinished_recoverable_never_expires`)}
+    CHECK ((recover_at IS NULL) <> (expires_at IS NULL))
 );
 
 CREATE INDEX ${names.recoveryIndex} ON ${t} (recover_at) WHERE recover_at IS NOT NULL;
-CREATE INDEX ${names.expiryIndex} ON ${t} (expires_at);
+CREATE INDEX ${names.expiryIndex} ON ${t} (expires_at) WHERE expires_at IS NOT NULL;
 
 CREATE FUNCTION ${names.fence}(matched bigint, fenced_scope text, fenced_key text) RETURNS void
 LANGUAGE plpgsql AS $fence$

@@ -23,7 +23,7 @@ const COLUMNS =
   'completed_at, expires_at, recover_at, response_status, response_headers, response_body, response_is_base64';
 
 const at = (ms: number) => new Date(ms);
-const atSeconds = (seconds: number) => new Date(seconds * 1000);
+const atSeconds = (seconds: number | undefined) => (seconds === undefined ? null : new Date(seconds * 1000));
 
 /** A whole record as the parameters of an INSERT ($1 to $16, in {@link COLUMNS} order). */
 function recordValues(record: IdempotencyRecord, completedAt: number | undefined): unknown[] {
@@ -67,7 +67,8 @@ SELECT false, ${recordJson('r')} FROM ${names.table} AS r
 /**
  * Claim a key nobody holds: insert the record, or overwrite one past its expiry (its new generation: new downstream
  * key, attempt 1). Of any number of concurrent claims exactly one inserts; the others wait on the primary key for it
- * to commit, and find it there, not free.
+ * to commit, and find it there, not free. An unfinished recoverable operation is never free: it has no expiry, and
+ * `expires_at <= now` is never true of a null.
  */
 export function claimFresh(names: TableNames, record: IdempotencyRecord, now: number): Statement {
   return {
@@ -85,7 +86,9 @@ ON CONFLICT (scope, key) DO UPDATE SET ${OVERWRITE} WHERE cur.expires_at <= $17`
 /**
  * Take over a record whose owner is gone (lease ran out) or that was released or abandoned: a new lease token and
  * lease, one more attempt, fingerprint and downstream key kept. Conditioned on the record being exactly as seen, so
- * of two concurrent takeovers one wins: the other waits for its row lock, then finds another lease token.
+ * of two concurrent takeovers one wins: the other waits for its row lock, then finds another lease token. A
+ * recoverable operation is (again) in the recovery set, due when the new lease ends, with no expiry; any other
+ * record keeps one.
  */
 export function takeOver(names: TableNames, previous: IdempotencyRecord, next: IdempotencyRecord): Statement {
   const { scope, clientKey } = splitScopedKey(previous.key);
@@ -94,7 +97,7 @@ export function takeOver(names: TableNames, previous: IdempotencyRecord, next: I
       names,
       `UPDATE ${names.table} AS cur
    SET status = '${RecordStatus.InProgress}', lease_token = $3, lease_expires_at = $4, expires_at = $5,
-       attempt = cur.attempt + 1, recover_at = coalesce($6, cur.recover_at)
+       attempt = cur.attempt + 1, recover_at = $6
  WHERE cur.scope = $1 AND cur.key = $2 AND cur.lease_token = $7 AND cur.status = $8`,
       '$1',
       '$2',
@@ -139,8 +142,8 @@ SELECT ${names.fence}((SELECT count(*) FROM done), $1, $2)`,
 }
 
 /**
- * Ends this owner's lease with a new status (released, abandoned): the lease ends now, and `recover_at` becomes
- * `recoverAt` (null: leaves the recovery set; undefined: unchanged). Conditioned on still owning the record in
+ * Ends this owner's lease with a new status (released, abandoned): the lease ends now, and `change` says what becomes
+ * of `recover_at` and `expires_at` (a field left out is unchanged). Conditioned on still owning the record in
  * progress. `ended` is true when it did, or when the record already holds exactly this ending under this owner's
  * token (its own earlier call, whose reply was lost).
  */
@@ -149,26 +152,28 @@ export function endLease(
   lease: Lease,
   status: RecordStatus,
   now: number,
-  recoverAt: number | null | undefined,
+  change: { readonly recoverAt?: number | null; readonly expiresAt?: number | null },
 ): Statement {
   const { scope, clientKey } = splitScopedKey(lease.key);
-  const recovery = recoverAt === undefined ? '' : ', recover_at = $6';
+  const values: unknown[] = [scope, clientKey, status, at(now), lease.leaseToken];
+  const sets = ['status = $3', 'lease_expires_at = $4'];
+  if (change.recoverAt !== undefined) {
+    values.push(change.recoverAt === null ? null : at(change.recoverAt));
+    sets.push(`recover_at = $${values.length}`);
+  }
+  if (change.expiresAt !== undefined) {
+    values.push(atSeconds(change.expiresAt ?? undefined));
+    sets.push(`expires_at = $${values.length}`);
+  }
   return {
     text: `WITH ended AS (
-  UPDATE ${names.table} SET status = $3, lease_expires_at = $4${recovery}
+  UPDATE ${names.table} SET ${sets.join(', ')}
    WHERE scope = $1 AND key = $2 AND lease_token = $5 AND status = '${RecordStatus.InProgress}'
   RETURNING 1
 )
 SELECT EXISTS (SELECT FROM ended)
     OR EXISTS (SELECT FROM ${names.table} WHERE scope = $1 AND key = $2 AND lease_token = $5 AND status = $3) AS ended`,
-    values: [
-      scope,
-      clientKey,
-      status,
-      at(now),
-      lease.leaseToken,
-      ...(recoverAt === undefined ? [] : [recoverAt === null ? null : at(recoverAt)]),
-    ],
+    values,
   };
 }
 
@@ -222,19 +227,6 @@ export function read(names: TableNames, key: string): Statement {
   };
 }
 
-/**
- * Takes a record that expired unfinished out of the recovery set, conditioned on it being the one read and still
- * expired: a fresh claim since has another lease token, and keeps its place.
- */
-export function leaveRecovery(names: TableNames, record: IdempotencyRecord, now: number): Statement {
-  const { scope, clientKey } = splitScopedKey(record.key);
-  return {
-    text: `UPDATE ${names.table} SET recover_at = NULL
- WHERE scope = $1 AND key = $2 AND lease_token = $3 AND expires_at <= $4`,
-    values: [scope, clientKey, record.leaseToken, at(now)],
-  };
-}
-
 /** The recovery set's due operations, oldest first: the partial index on `recover_at`, never the table. */
 export function due(names: TableNames, now: number, limit: number): Statement {
   return {
@@ -249,6 +241,7 @@ export function due(names: TableNames, now: number, limit: number): Statement {
 /**
  * One batch of the purge: deletes up to `limit` rows past their expiry. Rows another transaction holds are skipped,
  * not waited for, and each row is checked again once locked: a row claimed afresh meanwhile is not expired any more.
+ * A row in the recovery set has no expiry, and is never deleted.
  */
 export function purgeBatch(names: TableNames, now: number, limit: number): Statement {
   return {

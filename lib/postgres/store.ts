@@ -223,37 +223,41 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
 
   /**
    * Gives the key back after a transient failure, conditioned on still owning it. The lease ends now, but the
-   * fingerprint and downstream key stay. A recoverable operation becomes due for recovery one lease from now. Returns
-   * false (and changes nothing) when this owner no longer holds it; true again for a release already made.
+   * fingerprint and downstream key stay. A recoverable operation becomes due for recovery one lease from now, and
+   * stays without an expiry until it is finished. Returns false (and changes nothing) when this owner no longer holds
+   * it; true again for a release already made.
    */
   async release(lease: Lease): Promise<boolean> {
     const now = this.clock.now();
-    return this.endLease(lease, RecordStatus.Released, now, lease.recoverable ? now + this.leaseMs : undefined);
+    return this.endLease(
+      lease,
+      RecordStatus.Released,
+      now,
+      lease.recoverable ? { recoverAt: now + this.leaseMs, expiresAt: null } : {},
+    );
   }
 
   /**
    * Gives up on an operation (recovery found no effect under its downstream key, and its client is gone),
-   * conditioned on still owning it. It leaves the recovery set but keeps its fingerprint and downstream key until it
-   * expires. Returns false (and changes nothing) when this owner no longer holds it.
+   * conditioned on still owning it. It leaves the recovery set but keeps its fingerprint and downstream key for a
+   * full TTL from now. Returns false (and changes nothing) when this owner no longer holds it.
    */
   async abandon(lease: Lease): Promise<boolean> {
-    return this.endLease(lease, RecordStatus.Abandoned, this.clock.now(), null);
+    const now = this.clock.now();
+    return this.endLease(lease, RecordStatus.Abandoned, now, { recoverAt: null, expiresAt: this.expiryFrom(now) });
   }
 
   /**
    * Recovery's way in: takes over an unfinished operation by its key (released, abandoned, or in progress with its
    * lease run out), keeping its fingerprint and downstream key. Never creates a record, never disturbs a live owner.
-   * A record met past its expiry is absent, and leaves the recovery set here.
+   * An unfinished recoverable operation is never past its expiry, however long it waited: recovery that falls
+   * behind still finds it.
    */
   async resume(key: string, options: ResumeOptions = {}): Promise<ResumeOutcome> {
-    let record = await this.read(key);
+    let record = await this.get(key);
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       if (record === undefined) return { kind: 'absent' };
       const now = this.clock.now();
-      if (isExpired(record, now)) {
-        if (record.recoverAt !== undefined) await this.db.query(sql.leaveRecovery(this.names, record, now));
-        return { kind: 'absent' };
-      }
       if (options.downstreamKey !== undefined && record.downstreamKey !== options.downstreamKey) {
         return { kind: 'absent' };
       }
@@ -270,7 +274,7 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
           // Recovery's own lease is recoverable: if recovery dies half-way, the operation stays due.
           const seen = await this.takeOver(record, now, { recoverable: true, leaseMs: this.leaseMs });
           if (seen.kind === 'acquired') return seen;
-          record = seen.record;
+          record = seen.record && !isExpired(seen.record, this.clock.now()) ? seen.record : undefined;
         }
       }
     }
@@ -432,9 +436,9 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
     lease: Lease,
     status: RecordStatus,
     now: number,
-    recoverAt: number | null | undefined,
+    change: { recoverAt?: number | null; expiresAt?: number | null },
   ): Promise<boolean> {
-    const { rows } = await this.db.query<{ ended: boolean }>(sql.endLease(this.names, lease, status, now, recoverAt));
+    const { rows } = await this.db.query<{ ended: boolean }>(sql.endLease(this.names, lease, status, now, change));
     return rows[0]?.ended === true;
   }
 
@@ -457,13 +461,15 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
       fingerprint,
       leaseToken: this.ids.leaseToken(),
       leaseExpiresAt,
-      // Never before the lease ends, or an expiry mid-lease would reopen the key under its owner.
-      expiresAt: Math.max(this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)),
       downstreamKey: this.ids.downstreamKey(),
       attempt: 1,
       createdAt: now,
-      // Due for recovery when the lease runs out: by then a live owner has either finished or died.
-      ...(claim.recoverable ? { recoverAt: leaseExpiresAt } : {}),
+      ...(claim.recoverable
+        ? // Due for recovery when the lease runs out (by then a live owner has either finished or died), and with no
+          // expiry until it is finished.
+          { recoverAt: leaseExpiresAt }
+        : // Never before the lease ends, or an expiry mid-lease would reopen the key under its owner.
+          { expiresAt: Math.max(this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
     };
     return this.written(key, sql.claimFresh(this.names, record, now), record, false);
   }
@@ -474,17 +480,20 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
    */
   private async takeOver(previous: IdempotencyRecord, now: number, claim: ClaimSettings): Promise<Seen> {
     const leaseExpiresAt = now + claim.leaseMs;
-    // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back).
+    // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back), and
+    // has no expiry until it is finished.
     const tracked = claim.recoverable || previous.recoverAt !== undefined;
+    const { expiresAt: previousExpiry, recoverAt: _movedBelow, ...kept } = previous;
     const record: IdempotencyRecord = {
-      ...previous,
+      ...kept,
       status: RecordStatus.InProgress,
       leaseToken: this.ids.leaseToken(),
       leaseExpiresAt,
-      // Keep the record alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
-      expiresAt: Math.max(previous.expiresAt, Math.ceil(leaseExpiresAt / 1000)),
       attempt: previous.attempt + 1,
-      ...(tracked ? { recoverAt: leaseExpiresAt } : {}),
+      ...(tracked
+        ? { recoverAt: leaseExpiresAt }
+        : // Alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
+          { expiresAt: Math.max(previousExpiry ?? this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
     };
     return this.written(previous.key, sql.takeOver(this.names, previous, record), record, true);
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { RecordAttribute } from '../../lib/dynamodb/layout';
 import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
 import { scopedKey } from '../../lib/engine/key';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
@@ -222,5 +223,37 @@ describe('commit with nothing staged', () => {
     expect(conflict.fired()).toBe(2);
     expect(outcomes(key)).toEqual([400, 400, 200]);
     expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: created });
+  });
+});
+
+describe('a recoverable record written before unfinished ones lost their expiry', () => {
+  it('is recovered, with an expiry already past, and sheds that expiry', async () => {
+    const ttlSeconds = 60;
+    const clock = new FakeClock(Date.now());
+    const s = store(clock, { ttlSeconds });
+    const key = newKey();
+    const claimed = await s.claim(key, 'fp', { recoverable: true });
+    if (claimed.kind !== 'acquired') throw new Error(`expected to acquire, got ${claimed.kind}`);
+    await s.release(claimed.lease);
+    // What the store wrote before: a released record in the recovery index that also carries the TTL attribute.
+    const legacyExpiry = Math.floor(clock.now() / 1000) + ttlSeconds;
+    await doc.send(
+      new UpdateCommand({
+        TableName: db.idempotencyTable,
+        Key: { pk: key },
+        UpdateExpression: 'SET #expiresAt = :expiresAt',
+        ExpressionAttributeNames: { '#expiresAt': RecordAttribute.expiresAt },
+        ExpressionAttributeValues: { ':expiresAt': legacyExpiry },
+      }),
+    );
+    clock.advance((ttlSeconds + 1) * 1000);
+    expect((await s.findDue({ limit: 1000 })).map((due) => due.key)).toContain(key);
+    const late = await s.claim(key, 'fp', { recoverable: true });
+    if (late.kind !== 'acquired') throw new Error(`expected to acquire, got ${late.kind}`);
+    expect(late.lease.downstreamKey).toBe(claimed.lease.downstreamKey);
+    const { Item } = await doc.send(
+      new GetCommand({ TableName: db.idempotencyTable, Key: { pk: key }, ConsistentRead: true }),
+    );
+    expect(Item).not.toHaveProperty(RecordAttribute.expiresAt);
   });
 });
