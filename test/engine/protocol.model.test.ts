@@ -106,7 +106,11 @@ describe.each(protocolBackends)('the idempotency protocol on %s', (_name, makeBa
       // recovery took it over and crashed; every completer run then met op 1 (oldest in the index, expired, skipped)
       // and never reached op 0. First fixed by resume() taking expired records out of the index; now op 1 never
       // expires unfinished, and a run reads page after page: it finishes op 1, then op 0.
-      await fc.assert(protocol(backend, 'AADz:K'), { seed: 1611885918, path: '25:0:3:5:4:6:7:7:7', endOnFailure: true });
+      await fc.assert(protocol(backend, 'AADz:K'), {
+        seed: 1611885918,
+        path: '25:0:3:5:4:6:7:7:7',
+        endOnFailure: true,
+      });
     }, 30_000);
   });
 });
