@@ -22,7 +22,14 @@ export {
 export { type Decision, decide, isExpired, isOwnCompletion, leaseOf } from './decide.js';
 export * from './errors.js';
 export { type FingerprintInput, fingerprint } from './fingerprint.js';
-export { type KeyScope, MAX_KEY_LENGTH, parseIdempotencyKey, scopedKey } from './key.js';
+export {
+  joinScopedKey,
+  type KeyScope,
+  MAX_KEY_LENGTH,
+  parseIdempotencyKey,
+  scopedKey,
+  splitScopedKey,
+} from './key.js';
 export { type MakeIdempotentOptions, makeIdempotent } from './make-idempotent.js';
 export { type AttemptEnd, ClaimedOperation, type IdempotencyHandle, type Settlement } from './operation.js';
 export { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';

@@ -34,6 +34,7 @@ const ENTRY_POINTS = [
   'keystone-idempotency/sqs',
   'keystone-idempotency/natural',
   'keystone-idempotency/dynamodb',
+  'keystone-idempotency/postgres',
   'keystone-idempotency/client',
 ];
 
@@ -134,6 +135,8 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEvent, SQSRecord } from 'aws-lambda';
 import { type IdempotencyHandle, LeaseLostError, makeIdempotent } from 'keystone-idempotency';
 import { DynamoDbStore, type EffectItem, MAX_TRANSACTION_EFFECTS } from 'keystone-idempotency/dynamodb';
+import { migrate, type PostgresEffect, PostgresStore } from 'keystone-idempotency/postgres';
+import { Pool } from 'pg';
 import { fingerprint, parseIdempotencyKey } from 'keystone-idempotency/engine';
 import { accountIdOf, httpIdempotency, IdempotencyMetric, type WithIdempotency } from 'keystone-idempotency/http';
 import { makeSqsIdempotentHandler, type SqsRecordContext } from 'keystone-idempotency/sqs';
@@ -175,6 +178,13 @@ export async function once(): Promise<string> {
   return result.kind;
 }
 
+const pool = new Pool({ pipeline: true });
+export const pgStore = new PostgresStore({ pool, lockTimeoutMs: 500 });
+export const migrated: Promise<{ readonly applied: readonly number[] }> = migrate(pool);
+export const sql: PostgresEffect = { text: 'DELETE FROM t WHERE id = $1 RETURNING 1', values: [key], expectRows: 1 };
+// @ts-expect-error a store needs its pool
+new PostgresStore({});
+
 export const api = new RetrySafeClient({ baseUrl: 'http://127.0.0.1:3000', headers: { Authorization: 'Bearer sk_test' } });
 export const order = api.prepare({ url: 'orders', body: { sku: 'book-42' }, parse: (body) => body as { id: string } });
 export async function orderId(): Promise<string | undefined> {
@@ -189,7 +199,7 @@ export const fenced = (error: unknown): number | undefined => (error instanceof 
 /** False unless a declaration failed to resolve and degraded to \`any\` (which skipLibCheck would not report). */
 type IsAny<T> = 0 extends 1 & T ? true : false;
 export const resolved: IsAny<
-  IdempotencyHandle<EffectItem> | SqsRecordContext<EffectItem> | WithIdempotency<EffectItem> | typeof middleware | typeof order
+  IdempotencyHandle<EffectItem> | SqsRecordContext<EffectItem> | WithIdempotency<EffectItem> | typeof middleware | typeof order | PostgresStore
 > = false;
 `;
 
@@ -242,10 +252,10 @@ async function typecheck(config: string): Promise<string> {
 describe('the packed package', () => {
   it('ships the compiled library, its declarations and the README, and nothing else', () => {
     const outside = packedFiles.filter(
-      (path) => !/^dist\/(engine|dynamodb|http|sqs|natural|client)\/[a-z-]+\.(js|d\.ts)$/.test(path),
+      (path) => !/^dist\/(engine|dynamodb|postgres|http|sqs|natural|client)\/[a-z-]+\.(js|d\.ts)$/.test(path),
     );
     expect(outside).toEqual(['LICENSE', 'README.md', 'dist/package.json', 'package.json']);
-    for (const entry of ['engine', 'dynamodb', 'http', 'sqs', 'natural', 'client']) {
+    for (const entry of ['engine', 'dynamodb', 'postgres', 'http', 'sqs', 'natural', 'client']) {
       expect(packedFiles).toEqual(expect.arrayContaining([`dist/${entry}/index.js`, `dist/${entry}/index.d.ts`]));
     }
   });
@@ -256,6 +266,7 @@ describe('the packed package', () => {
       '.',
       './engine',
       './dynamodb',
+      './postgres',
       './http',
       './sqs',
       './natural',
@@ -263,8 +274,9 @@ describe('the packed package', () => {
       './package.json',
     ]);
     expect(Object.keys(manifest.peerDependencies ?? {})).toEqual(
-      expect.arrayContaining(['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@middy/core']),
+      expect.arrayContaining(['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@middy/core', 'pg']),
     );
+    expect(Object.keys(manifest.dependencies ?? {})).not.toContain('pg');
     expect(Object.keys(manifest.dependencies ?? {})).not.toContain('@middy/core');
     // The registry is not asked: --offline, and dist/ was just built by pack (no second prepack).
     const { stdout, stderr } = await run('npm', ['publish', '--dry-run', '--offline', '--ignore-scripts'], {
@@ -283,6 +295,9 @@ describe('the packed package', () => {
     };
     expect(names['keystone-idempotency']).toEqual(expect.arrayContaining(['makeIdempotent', 'runIdempotently']));
     expect(names['keystone-idempotency/dynamodb']).toEqual(expect.arrayContaining(['DynamoDbStore', 'RECOVERY_INDEX']));
+    expect(names['keystone-idempotency/postgres']).toEqual(
+      expect.arrayContaining(['PostgresStore', 'migrate', 'migrationSql', 'compareAndSet']),
+    );
     expect(names['keystone-idempotency/http']).toEqual(expect.arrayContaining(['httpIdempotency', 'answersEarly']));
     expect(names['keystone-idempotency/sqs']).toContain('makeSqsIdempotentHandler');
     expect(names['keystone-idempotency/natural']).toEqual(expect.arrayContaining(['putIfAbsent', 'upsert']));
