@@ -1,5 +1,4 @@
 import { Duration, Stack } from 'aws-cdk-lib';
-import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import {
   Alarm,
   ComparisonOperator,
@@ -15,6 +14,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import type { ApiMetrics } from './api';
 import type { AlarmSubscription, EnvironmentConfig } from './environments';
 import { type PublishedMetrics, serviceMetric } from './service-metrics';
 
@@ -23,7 +23,7 @@ export interface OperationalAlarmsProps {
   readonly functions: readonly { readonly id: string; readonly function: IFunction }[];
   readonly queue: IQueue;
   readonly deadLetterQueue: IQueue;
-  readonly api: RestApi;
+  readonly api: ApiMetrics;
   /** Every function's own metrics: each outcome alarm in the environment's settings is raised for each emitter. */
   readonly published: readonly PublishedMetrics[];
 }
