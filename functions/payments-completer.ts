@@ -2,19 +2,24 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import type { RecoveryReport } from 'keystone-idempotency/engine';
-import { MetricService, RecoveryMetric } from '../lib/metrics/definitions';
+import { MetricService, RecoveryBacklogMetric, RecoveryMetric } from '../lib/metrics/definitions';
 import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
 import { recoverPayments } from '../lib/payments/recovery';
 import { documentClient } from '../lib/runtime/clients';
 import { numberEnv } from '../lib/runtime/env';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
+import { COMPLETER_CONCURRENCY, COMPLETER_PAGE_SIZE, COMPLETER_STOP_MARGIN_MS } from '../lib/timing/timing';
 
 /**
  * The completer, on a schedule: the backstop for payments whose client never came back and whose processor event
  * never arrived. Each unfinished payment operation past its lease is taken over (fenced), the processor is asked
  * what it charged under the operation's downstream key, and the payment is completed from that charge or the
  * operation abandoned. Nothing is ever charged by this function: it only looks.
+ *
+ * A run drains everything due, page after page, until its time is up; what it could not reach waits for the next
+ * run (an unfinished operation never expires, so a backlog costs time, never money). Each run publishes how long
+ * the oldest operation it left due has been waiting: the alarm on it says the completer is falling behind.
  */
 const logger = new Logger({ serviceName: 'payments-completer' });
 const metrics = serviceMetrics(MetricService.recovery);
@@ -23,17 +28,23 @@ const deps = { store: idempotencyStore(), payments: paymentsStore(), processor: 
  * Stop taking operations once one more might not finish its processor lookup. A run cut short is harmless (the
  * operation it held stays due, and comes back once recovery's own lease runs out), so the margin is only a courtesy.
  */
-const marginMs = numberEnv('PROCESSOR_TIMEOUT_MS', 8000) + 250;
+const marginMs = numberEnv('PROCESSOR_TIMEOUT_MS', 8000) + COMPLETER_STOP_MARGIN_MS;
 
 async function completeAbandonedPayments(_event: ScheduledEvent, context: Context): Promise<RecoveryReport> {
+  const startedAt = Date.now();
   const report = await recoverPayments(deps, {
-    limit: 100,
+    limit: COMPLETER_PAGE_SIZE,
+    concurrency: COMPLETER_CONCURRENCY,
     shouldStop: () => context.getRemainingTimeInMillis() < marginMs,
     logger,
   });
   if (report.completed > 0) metrics.addMetric(RecoveryMetric.completedWithoutClient, 'Count', report.completed);
   if (report.abandoned > 0) metrics.addMetric(RecoveryMetric.abandoned, 'Count', report.abandoned);
-  if (report.due > 0) logger.info('recovery run', { ...report });
+  const waitedMs = report.oldestDue ? Math.max(0, Date.now() - report.oldestDue.recoverAt) : 0;
+  metrics.addMetric(RecoveryBacklogMetric.oldestDueAge, 'Seconds', Math.round(waitedMs / 1000));
+  if (report.due > 0 || report.oldestDue) {
+    logger.info('recovery run', { ...report, oldestDueWaitedMs: waitedMs, durationMs: Date.now() - startedAt });
+  }
   return report;
 }
 

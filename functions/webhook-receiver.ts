@@ -11,6 +11,7 @@ import {
   validateJsonBody,
   type WithBody,
 } from 'keystone-idempotency/http';
+import { sqsMessageBody } from 'keystone-idempotency/sqs';
 import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore } from '../lib/payments/config';
 import { documentClient } from '../lib/runtime/clients';
@@ -40,7 +41,8 @@ async function receiveWebhook(_event: HttpEvent, context: WebhookContext): Promi
   await sqs.send(
     new SendMessageCommand({
       QueueUrl: queueUrl,
-      MessageBody: JSON.stringify(event),
+      // The processor's strings may hold characters SQS refuses (U+FFFF, say): escaped, the event still parses back.
+      MessageBody: sqsMessageBody(event),
       MessageAttributes: { event_id: { DataType: 'String', StringValue: event.id } },
     }),
   );

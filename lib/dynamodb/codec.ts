@@ -6,7 +6,9 @@ import { recoveryShardOf } from './recovery-index.js';
 
 /**
  * The idempotency record as a DynamoDB item, and back. The one place attribute names meet record fields: the
- * recovery index's two attributes are written exactly when the record carries `recoverAt`.
+ * recovery index's two attributes are written exactly when the record carries `recoverAt`, and the TTL attribute
+ * exactly when it carries `expiresAt` (never both: DynamoDB's TTL must never delete an unfinished recoverable
+ * operation, however far behind recovery is).
  */
 export function toItem(record: IdempotencyRecord): Record<string, unknown> {
   return {
@@ -15,7 +17,7 @@ export function toItem(record: IdempotencyRecord): Record<string, unknown> {
     [A.fingerprint]: record.fingerprint,
     [A.leaseToken]: record.leaseToken,
     [A.leaseExpiresAt]: record.leaseExpiresAt,
-    [A.expiresAt]: record.expiresAt,
+    ...(record.expiresAt !== undefined ? { [A.expiresAt]: record.expiresAt } : {}),
     [A.downstreamKey]: record.downstreamKey,
     [A.attempt]: record.attempt,
     [A.createdAt]: record.createdAt,
@@ -33,7 +35,7 @@ export function fromItem(item: Record<string, unknown>): IdempotencyRecord {
     fingerprint: item[A.fingerprint] as string,
     leaseToken: item[A.leaseToken] as string,
     leaseExpiresAt: Number(item[A.leaseExpiresAt]),
-    expiresAt: Number(item[A.expiresAt]),
+    ...(item[A.expiresAt] !== undefined ? { expiresAt: Number(item[A.expiresAt]) } : {}),
     downstreamKey: item[A.downstreamKey] as string,
     attempt: Number(item[A.attempt] ?? 1),
     createdAt: Number(item[A.createdAt]),

@@ -13,11 +13,17 @@ type Condition = Required<Pick<UpdateCommandInput, 'ConditionExpression'>> & {
   ExpressionAttributeValues: Record<string, unknown>;
 };
 
-/** The key is free: no record, or one past its expiry (TTL deletion lags by up to days, so expiry is checked here). */
+/**
+ * The key is free: no record, or one past its expiry (TTL deletion lags by up to days, so expiry is checked here).
+ * Never an unfinished recoverable operation: it carries no expiry, and one written before that rule (with both) is
+ * told apart by its place in the recovery index. Freeing it would start a new generation with a new downstream key
+ * over a charge recovery has yet to record.
+ */
 export function freeCondition(now: number): Condition {
   return {
-    ConditionExpression: 'attribute_not_exists(#key) OR #expiresAt <= :nowSeconds',
-    ExpressionAttributeNames: { '#key': A.key, '#expiresAt': A.expiresAt },
+    ConditionExpression:
+      'attribute_not_exists(#key) OR (#expiresAt <= :nowSeconds AND attribute_not_exists(#recoverAt))',
+    ExpressionAttributeNames: { '#key': A.key, '#expiresAt': A.expiresAt, '#recoverAt': A.recoverAt },
     ExpressionAttributeValues: { ':nowSeconds': Math.floor(now / 1000) },
   };
 }
@@ -33,18 +39,22 @@ export function unchangedCondition(seen: IdempotencyRecord): Condition {
 
 /**
  * Take over a record whose owner is gone (lease ran out) or that was released: a new lease token and lease, one more
- * attempt, the fingerprint and downstream key kept. Conditioned on the record being as we saw it.
+ * attempt, the fingerprint and downstream key kept. Conditioned on the record being as we saw it. A recoverable
+ * operation is (again) in the recovery index, due when the new lease ends, and has no expiry; any other record
+ * keeps one.
  */
 export function takeOverUpdate(tableName: string, previous: IdempotencyRecord, next: IdempotencyRecord) {
   const condition = unchangedCondition(previous);
   const tracked = next.recoverAt !== undefined;
-  const recovery = tracked ? ', #recoveryShard = :shard, #recoverAt = :recoverAt' : '';
+  const lifetime = tracked
+    ? ', #recoveryShard = :shard, #recoverAt = :recoverAt REMOVE #expiresAt'
+    : ', #expiresAt = :expiresAt';
   return {
     TableName: tableName,
     Key: { [A.key]: previous.key },
     UpdateExpression:
       'SET #status = :inProgress, #leaseToken = :newToken, #leaseExpiresAt = :leaseExpiresAt, ' +
-      `#expiresAt = :expiresAt, #attempt = #attempt + :one${recovery}`,
+      `#attempt = #attempt + :one${lifetime}`,
     ConditionExpression: condition.ConditionExpression,
     ExpressionAttributeNames: {
       ...condition.ExpressionAttributeNames,
@@ -58,9 +68,10 @@ export function takeOverUpdate(tableName: string, previous: IdempotencyRecord, n
       ':inProgress': RecordStatus.InProgress,
       ':newToken': next.leaseToken,
       ':leaseExpiresAt': next.leaseExpiresAt,
-      ':expiresAt': next.expiresAt,
       ':one': 1,
-      ...(tracked ? { ':shard': recoveryShardOf(next.key), ':recoverAt': next.recoverAt } : {}),
+      ...(tracked
+        ? { ':shard': recoveryShardOf(next.key), ':recoverAt': next.recoverAt }
+        : { ':expiresAt': next.expiresAt }),
     },
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
   };
@@ -142,25 +153,5 @@ export function endLeaseUpdate(
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-  };
-}
-
-/**
- * Takes a record that expired unfinished out of the recovery index, conditioned on it being the one we read and
- * still expired: a fresh claim since has another lease token, and keeps its place in the index.
- */
-export function leaveRecoveryUpdate(tableName: string, record: IdempotencyRecord, now: number) {
-  return {
-    TableName: tableName,
-    Key: { [A.key]: record.key },
-    UpdateExpression: 'REMOVE #recoveryShard, #recoverAt',
-    ConditionExpression: '#leaseToken = :seenToken AND #expiresAt <= :nowSeconds',
-    ExpressionAttributeNames: {
-      '#recoveryShard': A.recoveryShard,
-      '#recoverAt': A.recoverAt,
-      '#leaseToken': A.leaseToken,
-      '#expiresAt': A.expiresAt,
-    },
-    ExpressionAttributeValues: { ':seenToken': record.leaseToken, ':nowSeconds': Math.floor(now / 1000) },
   };
 }

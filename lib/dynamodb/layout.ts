@@ -10,7 +10,10 @@ export const RecordAttribute = {
   leaseToken: 'leaseToken',
   /** Epoch milliseconds after which an IN_PROGRESS record's owner is presumed dead. */
   leaseExpiresAt: 'leaseExpiresAt',
-  /** Epoch seconds: DynamoDB's TTL attribute. Reads treat a record past it as absent, since deletion lags. */
+  /**
+   * Epoch seconds: DynamoDB's TTL attribute. Reads treat a record past it as absent, since deletion lags. Absent
+   * while a recoverable operation is unfinished (in the recovery index), so that TTL never deletes one.
+   */
   expiresAt: 'expiresAt',
   downstreamKey: 'downstreamKey',
   response: 'response',

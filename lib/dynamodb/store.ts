@@ -32,14 +32,7 @@ import {
 } from '../engine/errors.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
 import { fromItem, toItem } from './codec.js';
-import {
-  completionUpdate,
-  endLeaseUpdate,
-  freeCondition,
-  leaveRecoveryUpdate,
-  takeOverUpdate,
-  unchangedCondition,
-} from './expressions.js';
+import { completionUpdate, endLeaseUpdate, freeCondition, takeOverUpdate, unchangedCondition } from './expressions.js';
 import { RecordAttribute as A } from './layout.js';
 import { dueOperations, recoveryShardOf } from './recovery-index.js';
 import { conditionFailure, type TransactionFailure, transactionFailure } from './write-errors.js';
@@ -199,31 +192,35 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
    * Gives the key back after a transient failure, conditioned on still owning it. The lease ends now, but the
    * fingerprint and downstream key stay, so the retry reaches outside systems under the same key and a different
    * body under this key is still a mismatch. A recoverable operation becomes due for recovery one lease from now:
-   * time for its client to come back first. Returns false (and changes nothing) when this owner no longer holds it.
+   * time for its client to come back first; it stays without an expiry until it is finished. Returns false (and
+   * changes nothing) when this owner no longer holds it.
    */
   async release(lease: Lease): Promise<boolean> {
     const now = this.clock.now();
     return this.endLease(lease, RecordStatus.Released, {
-      // Both index attributes: recovery may have taken a record that expired unfinished out of the index.
-      set: lease.recoverable
-        ? { [A.recoverAt]: now + this.leaseMs, [A.recoveryShard]: recoveryShardOf(lease.key) }
-        : {},
-      remove: [],
+      // The expiry goes too: a record claimed before unfinished recoverable operations lost theirs may carry one.
+      ...(lease.recoverable
+        ? {
+            set: { [A.recoverAt]: now + this.leaseMs, [A.recoveryShard]: recoveryShardOf(lease.key) },
+            remove: [A.expiresAt],
+          }
+        : { set: {}, remove: [] }),
       now,
     });
   }
 
   /**
    * Gives up on an operation (recovery found no effect under its downstream key, and its client is gone),
-   * conditioned on still owning it. It leaves the recovery index but keeps its fingerprint and downstream key until
-   * it expires: a late retry of the same request takes it over and reaches outside systems under the same key.
+   * conditioned on still owning it. It leaves the recovery index but keeps its fingerprint and downstream key for a
+   * full TTL from now: a late retry of the same request takes it over and reaches outside systems under the same key.
    * Returns false (and changes nothing) when this owner no longer holds it.
    */
   async abandon(lease: Lease): Promise<boolean> {
+    const now = this.clock.now();
     return this.endLease(lease, RecordStatus.Abandoned, {
-      set: {},
+      set: { [A.expiresAt]: this.expiryFrom(now) },
       remove: [A.recoverAt, A.recoveryShard],
-      now: this.clock.now(),
+      now,
     });
   }
 
@@ -231,18 +228,14 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
    * Recovery's way in: takes over an unfinished operation by its key (released, abandoned, or in progress with its
    * lease run out), keeping its fingerprint and downstream key. Unlike {@link claim} it never creates a record and
    * never disturbs a live owner: a completer or a witness of the outside effect uses it to finish an operation whose
-   * client is gone. The lease it returns commits, releases or abandons like any other. A record met past its expiry
-   * is absent, and leaves the recovery index here, so that such records never pile up at the head of the index.
+   * client is gone. The lease it returns commits, releases or abandons like any other. An unfinished recoverable
+   * operation is never past its expiry, however long it waited: recovery that falls behind still finds it.
    */
   async resume(key: string, options: ResumeOptions = {}): Promise<ResumeOutcome> {
-    let record = await this.read(key);
+    let record = await this.get(key);
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       if (record === undefined) return { kind: 'absent' };
       const now = this.clock.now();
-      if (isExpired(record, now)) {
-        if (record.recoverAt !== undefined) await this.leaveRecovery(record, now);
-        return { kind: 'absent' };
-      }
       if (options.downstreamKey !== undefined && record.downstreamKey !== options.downstreamKey) {
         return { kind: 'absent' };
       }
@@ -259,7 +252,7 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
           // Recovery's own lease is recoverable: if recovery dies half-way, the operation stays due.
           const seen = await this.takeOver(record, now, { recoverable: true, leaseMs: this.leaseMs });
           if (seen.kind === 'acquired') return seen;
-          record = seen.record;
+          record = seen.record && !isExpired(seen.record, this.clock.now()) ? seen.record : undefined;
         }
       }
     }
@@ -330,31 +323,16 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
     throw new ContendedError(key);
   }
 
-  /** The live record under `key` (strongly consistent), or undefined when absent or past its expiry. */
+  /**
+   * The live record under `key` (strongly consistent), or undefined when absent or past its expiry. An unfinished
+   * recoverable operation is never past its expiry.
+   */
   async get(key: string): Promise<IdempotencyRecord | undefined> {
-    const record = await this.read(key);
-    return record === undefined || isExpired(record, this.clock.now()) ? undefined : record;
-  }
-
-  /** The record under `key` as stored (strongly consistent), even past its expiry. */
-  private async read(key: string): Promise<IdempotencyRecord | undefined> {
     const { Item } = await this.client.send(
       new GetCommand({ TableName: this.tableName, Key: { [A.key]: key }, ConsistentRead: true }),
     );
-    return Item ? fromItem(Item) : undefined;
-  }
-
-  /**
-   * Takes a record that expired unfinished out of the recovery index. The index knows nothing of expiry and offers
-   * the oldest first, and TTL deletion may take days: enough such records would fill every recovery run's limit,
-   * and live operations behind them would never be finished.
-   */
-  private async leaveRecovery(record: IdempotencyRecord, now: number): Promise<void> {
-    try {
-      await this.client.send(new UpdateCommand(leaveRecoveryUpdate(this.tableName, record, now)));
-    } catch (error) {
-      if (!conditionFailure(error)) throw error;
-    }
+    const record = Item ? fromItem(Item) : undefined;
+    return record === undefined || isExpired(record, this.clock.now()) ? undefined : record;
   }
 
   /**
@@ -402,13 +380,15 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
       fingerprint,
       leaseToken: this.ids.leaseToken(),
       leaseExpiresAt,
-      // Never before the lease ends, or an expiry mid-lease would reopen the key under its owner.
-      expiresAt: Math.max(this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)),
       downstreamKey: this.ids.downstreamKey(),
       attempt: 1,
       createdAt: now,
-      // Due for recovery when the lease runs out: by then a live owner has either finished or died.
-      ...(claim.recoverable ? { recoverAt: leaseExpiresAt } : {}),
+      ...(claim.recoverable
+        ? // Due for recovery when the lease runs out (by then a live owner has either finished or died), and with no
+          // expiry until it is finished.
+          { recoverAt: leaseExpiresAt }
+        : // Never before the lease ends, or an expiry mid-lease would reopen the key under its owner.
+          { expiresAt: Math.max(this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
     };
     try {
       await this.client.send(
@@ -432,17 +412,20 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
    */
   private async takeOver(previous: IdempotencyRecord, now: number, claim: ClaimSettings): Promise<Seen> {
     const leaseExpiresAt = now + claim.leaseMs;
-    // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back).
+    // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back), and
+    // has no expiry until it is finished.
     const tracked = claim.recoverable || previous.recoverAt !== undefined;
+    const { expiresAt: previousExpiry, recoverAt: _movedBelow, ...kept } = previous;
     const record: IdempotencyRecord = {
-      ...previous,
+      ...kept,
       status: RecordStatus.InProgress,
       leaseToken: this.ids.leaseToken(),
       leaseExpiresAt,
-      // Keep the record alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
-      expiresAt: Math.max(previous.expiresAt, Math.ceil(leaseExpiresAt / 1000)),
       attempt: previous.attempt + 1,
-      ...(tracked ? { recoverAt: leaseExpiresAt } : {}),
+      ...(tracked
+        ? { recoverAt: leaseExpiresAt }
+        : // Alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
+          { expiresAt: Math.max(previousExpiry ?? this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
     };
     try {
       await this.client.send(new UpdateCommand(takeOverUpdate(this.tableName, previous, record)));

@@ -15,8 +15,12 @@ import type { IdempotencyRecord, Lease, StoredResponse } from './record.js';
  * - Every write that changes ownership names the lease token it expects: an owner whose lease was taken over can
  *   neither commit (none of its effects are written) nor release or abandon the new owner's claim.
  * - A write whose reply was lost and that is sent again recognises its own earlier success by its lease token.
- * - A record past its expiry is absent to every read, whatever the database's own deletion has done, except an
- *   unfinished recoverable operation (one in the recovery set): it stays until recovery, or its client, finishes it.
+ * - A record past its expiry is absent to every read, whatever the database's own deletion has done (`isExpired`).
+ * - An unfinished recoverable operation (one in the recovery set: `recoverAt` set, in progress or released) never
+ *   expires, logically or physically, until recovery or its client finishes it (commit or abandon): it has no
+ *   `expiresAt`, no condition treats it as free, and nothing the database deletes on its own (DynamoDB's TTL, a
+ *   sweeper job) may take it, however far behind recovery falls. Forgotten, a late retry would claim it fresh, with
+ *   a new downstream key, and charge again. Commit and abandon give the record a full TTL from then.
  * - Takeovers keep the fingerprint and the downstream key; a fresh claim (absent or expired) gets new ones.
  */
 export interface IdempotencyStore<TEffect> {
@@ -52,7 +56,7 @@ export interface IdempotencyStore<TEffect> {
 
   /**
    * Gives up on an operation recovery found no effect for: it leaves the recovery set, keeping its fingerprint and
-   * downstream key until it expires. False (and nothing changed) when the owner no longer holds it.
+   * downstream key for a full TTL from now. False (and nothing changed) when the owner no longer holds it.
    */
   abandon(lease: Lease): Promise<boolean>;
 
@@ -62,7 +66,11 @@ export interface IdempotencyStore<TEffect> {
    */
   resume(key: string, options?: ResumeOptions): Promise<ResumeOutcome>;
 
-  /** Recoverable operations due for recovery, oldest first, at most `limit`. Never a scan of every record. */
+  /**
+   * Recoverable operations due for recovery, oldest first, at most `limit`. Never a scan of every record. Recovery
+   * (`recoverDue`) asks again for the next page after working through one, so an operation it has taken over
+   * must stop being due (its `recoverAt` moves to its new lease's end) or leave the set.
+   */
   findDue(options?: FindDueOptions): Promise<DueOperation[]>;
 
   /** The live record under `key`, or undefined when absent or past its expiry. */

@@ -4,7 +4,8 @@ import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse }
 /**
  * What to do about a request, given the record found under its key. Pure: the same inputs, the same answer.
  *
- * - `fresh`: no live record (absent, or past its expiry: TTL deletion lags, so expiry is checked here).
+ * - `fresh`: no live record (absent, or past its expiry: TTL deletion lags, so expiry is checked here). An
+ *   unfinished recoverable operation is never past its expiry: it is taken over, under its downstream key.
  * - `mismatch`: a live record made from a different request: the client reused its key for another operation.
  * - `replay`: the work committed; return the stored response.
  * - `in_flight`: another owner holds a live lease; come back after `retryAfterMs` (a hint: most originals finish
@@ -24,7 +25,14 @@ export type Decision =
     }
   | { readonly kind: 'takeover'; readonly record: IdempotencyRecord };
 
-export function isExpired(record: Pick<IdempotencyRecord, 'expiresAt'>, nowMs: number): boolean {
+/**
+ * The record is past its expiry, and so absent to every read (TTL deletion lags, so every store checks it). Never
+ * true of an unfinished recoverable operation (one in the recovery set): it lives until recovery, or its client,
+ * finishes it, however long that takes. Only finished records (completed, abandoned) and ones claimed without
+ * recovery expire.
+ */
+export function isExpired(record: Pick<IdempotencyRecord, 'expiresAt' | 'recoverAt'>, nowMs: number): boolean {
+  if (record.recoverAt !== undefined || record.expiresAt === undefined) return false;
   return record.expiresAt * 1000 <= nowMs;
 }
 

@@ -33,7 +33,13 @@ export interface IdempotencyRecord {
   readonly fingerprint: string;
   readonly leaseToken: string;
   readonly leaseExpiresAt: number;
-  readonly expiresAt: number;
+  /**
+   * After this (epoch seconds) the record is absent to every read, and the database may delete it. Absent while the
+   * operation is in the recovery set (`recoverAt` set): an unfinished recoverable operation never expires, since
+   * forgetting it would let a late retry charge again under a new downstream key. Commit and abandon give it a full
+   * TTL from then. (A DynamoDB record written before this rule may carry both; `recoverAt` wins: see `isExpired`.)
+   */
+  readonly expiresAt?: number;
   /** The key forwarded to outside systems for this generation of the record (same across owners and retries). */
   readonly downstreamKey: string;
   /** How many owners have held this record (1 for the first, +1 for each takeover). */
@@ -42,7 +48,8 @@ export interface IdempotencyRecord {
   readonly response?: StoredResponse;
   /**
    * Present only while a recoverable operation is unfinished (in progress or released): epoch ms after which
-   * recovery may take it over. Together with its shard it forms the sparse recovery index.
+   * recovery may take it over. Together with its shard it forms the sparse recovery index. While it is present the
+   * record has no expiry.
    */
   readonly recoverAt?: number;
 }

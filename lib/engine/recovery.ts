@@ -1,4 +1,4 @@
-import type { IdempotencyStore } from './contract.js';
+import type { DueOperation, IdempotencyStore } from './contract.js';
 import { EffectConditionFailedError, LeaseLostError } from './errors.js';
 import type { Lease, StoredResponse } from './record.js';
 
@@ -18,8 +18,9 @@ export type RecoveryVerdict<TEffect> =
 /** Asks the outside system what became of one operation. Must not repeat the effect: it only looks. */
 export type RecoveryResolver<TEffect> = (lease: Lease) => Promise<RecoveryVerdict<TEffect>>;
 
-/** What one recovery run did; `due` is how many operations the index offered. */
+/** What one recovery run did. */
 export interface RecoveryReport {
+  /** Operations the index offered this run, over all its pages (each counted once). */
   due: number;
   completed: number;
   abandoned: number;
@@ -28,14 +29,21 @@ export interface RecoveryReport {
   skipped: number;
   /** The resolver or a write failed; the operation stays due (released, or its lease runs out). */
   failed: number;
+  /** Offered, but the run was told to stop before taking them (a Lambda nearing its timeout): due for the next run. */
+  left: number;
+  /**
+   * The oldest operation still due when the run ended (left, skipped, failed, or not yet read), if any. How long it
+   * has been due says how far behind recovery is: a healthy run leaves none.
+   */
+  oldestDue?: DueOperation;
 }
 
 export interface RecoverDueOptions {
-  /** Most operations one run looks at. Default 100. */
+  /** Operations read from the index at a time. Default 100. A run reads page after page until nothing new is due. */
   readonly limit?: number;
   /** Operations worked on at once. Default 4. */
   readonly concurrency?: number;
-  /** Checked before each operation: stop taking new ones (a Lambda nearing its timeout). */
+  /** Checked before each page and each operation: stop taking new ones (a Lambda nearing its timeout). */
   readonly shouldStop?: () => boolean;
   readonly logger?: {
     warn(message: string, details: Record<string, unknown>): void;
@@ -45,12 +53,16 @@ export interface RecoverDueOptions {
 
 /**
  * One run of recovery: for each operation due in the recovery index, take it over (fenced, like any owner), ask
- * the outside system through `resolve`, and complete, abandon or release it.
+ * the outside system through `resolve`, and complete, abandon or release it. Page after page, until nothing new is
+ * due or `shouldStop` says the run's time is up: a backlog larger than a page is drained in one run, and one larger
+ * than a run is left due for the next (an unfinished recoverable operation never expires, so waiting costs time,
+ * never money).
  *
  * ```
  *  findDue ──► resume (fenced takeover) ──► resolve(lease) ──┬─ complete: commit response + effects (fenced)
- *                 │ live owner, done,                          ├─ abandon:  ABANDONED, out of the index
- *                 └ or gone: skipped                           └─ retry:    release; due again a lease later
+ *   ▲             │ live owner, done,                          ├─ abandon:  ABANDONED, out of the index
+ *   │             └ or gone: skipped                           └─ retry:    release; due again a lease later
+ *   └── next page: every operation taken over is no longer due (its recoverAt moved to its new lease's end)
  * ```
  *
  * Every step is conditioned on the lease it took, so a client that comes back meanwhile, a second recovery run or
@@ -62,23 +74,58 @@ export async function recoverDue<TEffect>(
   resolve: RecoveryResolver<TEffect>,
   options: RecoverDueOptions = {},
 ): Promise<RecoveryReport> {
-  const due = await store.findDue({ limit: options.limit ?? 100 });
-  const report: RecoveryReport = { due: due.length, completed: 0, abandoned: 0, retried: 0, skipped: 0, failed: 0 };
+  const pageSize = Math.max(1, options.limit ?? 100);
+  const stopped = () => options.shouldStop?.() ?? false;
+  const report: RecoveryReport = {
+    due: 0,
+    completed: 0,
+    abandoned: 0,
+    retried: 0,
+    skipped: 0,
+    failed: 0,
+    left: 0,
+  };
   const logger = options.logger ?? console;
-  const queue = [...due];
-
-  async function worker(): Promise<void> {
-    for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-      if (options.shouldStop?.()) return;
-      const outcome = await recoverOne(store, next.key, resolve).catch((error: unknown) => {
-        logger.error('recovery failed; the operation stays due', { key: next?.key, error: String(error) });
-        return 'failed' as const;
-      });
-      report[outcome] += 1;
+  // Operations this run has been offered. One it skipped or failed may still be due (or an index that has not
+  // caught up may still list one it finished): it is read past, never worked on twice in one run.
+  const seen = new Set<string>();
+  let ask = pageSize;
+  while (!stopped()) {
+    const offered = await store.findDue({ limit: ask });
+    const unseen = offered.filter((due) => !seen.has(due.key));
+    if (unseen.length === 0) {
+      if (offered.length < ask) break; // everything due has been offered this run
+      ask *= 2; // a whole page of operations already seen: read further past them
+      continue;
     }
+    ask = pageSize + (offered.length - unseen.length);
+    const page = unseen.slice(0, pageSize);
+    for (const due of page) seen.add(due.key);
+    report.due += page.length;
+    report.left += await work(page);
   }
-  await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
+  const [oldest] = await store.findDue({ limit: 1 });
+  if (oldest) report.oldestDue = oldest;
   return report;
+
+  /** Works through one page with `concurrency` workers; answers how many were left when the run was stopped. */
+  async function work(page: DueOperation[]): Promise<number> {
+    const queue = [...page];
+    async function worker(): Promise<void> {
+      for (;;) {
+        if (stopped()) return;
+        const next = queue.shift();
+        if (next === undefined) return;
+        const outcome = await recoverOne(store, next.key, resolve).catch((error: unknown) => {
+          logger.error('recovery failed; the operation stays due', { key: next.key, error: String(error) });
+          return 'failed' as const;
+        });
+        report[outcome] += 1;
+      }
+    }
+    await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
+    return queue.length;
+  }
 }
 
 type OneOutcome = 'completed' | 'abandoned' | 'retried' | 'skipped' | 'failed';

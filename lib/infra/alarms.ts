@@ -14,6 +14,7 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { MetricService, RecoveryBacklogMetric } from '../metrics/definitions';
 import type { ApiMetrics } from './api';
 import type { AlarmSubscription, EnvironmentConfig } from './environments';
 import { type PublishedMetrics, serviceMetric } from './service-metrics';
@@ -35,6 +36,7 @@ export interface OperationalAlarmsProps {
  * - a settlement still not done after a few retries (the queue's oldest message), and one given up on (any message
  *   in the dead-letter queue is a payment that was charged and never settled);
  * - idempotency outcomes that mean trouble (leases lost, takeovers: `config.alarms.idempotency`), per function;
+ * - payments whose client never came back waiting too long for the completer (it falls behind, or is not running);
  * - the API answering 5xx to more than a set share of requests.
  *
  * Lists in, alarms out: a new function, or a new metric in a function's spec and an entry in the environment's
@@ -91,6 +93,21 @@ export class OperationalAlarms extends Construct {
         });
       }
     }
+    this.add('RecoveryBacklogAge', {
+      alarmName: `${prefix} payment recovery behind`,
+      alarmDescription:
+        'A payment whose client never came back has waited this long for the completer after a run: the completer ' +
+        'is falling behind (more such payments than its runs get through: a processor outage, or clients losing ' +
+        'answers) or not running (no run published the metric). Nothing expires meanwhile; the payments are recorded ' +
+        'late. Check the completer for errors, throttles and timeouts, and the processor lookup latency.',
+      metric: serviceMetric(config, MetricService.recovery, RecoveryBacklogMetric.oldestDueAge, period).with({
+        statistic: 'Maximum',
+      }),
+      threshold: config.alarms.recoveryBacklogAgeSeconds,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      // Every completer run publishes it, 0 when it left nothing: no data means no run got to the end.
+      treatMissingData: TreatMissingData.BREACHING,
+    });
     const { percent, minRequests } = config.alarms.api5xx;
     this.add('Api5xxRate', {
       alarmName: `${prefix} API 5xx rate`,
@@ -139,6 +156,7 @@ export class OperationalAlarms extends Construct {
       metric: IMetric;
       threshold: number;
       comparisonOperator?: ComparisonOperator;
+      treatMissingData?: TreatMissingData;
     },
   ): void {
     this.alarms.push(

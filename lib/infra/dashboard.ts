@@ -3,7 +3,7 @@ import { Dashboard, GraphWidget, type IMetric, TextWidget } from 'aws-cdk-lib/aw
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { metricsNamespace } from '../metrics/definitions';
+import { MetricService, metricsNamespace, RecoveryBacklogMetric } from '../metrics/definitions';
 import type { ApiMetrics } from './api';
 import type { EnvironmentConfig } from './environments';
 import { type PublishedMetrics, serviceMetric } from './service-metrics';
@@ -23,8 +23,9 @@ const HEIGHT = 6;
 /**
  * One CloudWatch dashboard per environment (`<stack name>-operations`), top to bottom: the API's requests, errors and
  * latency; each function's idempotency outcomes (replays, in-flight duplicates, mismatches, takeovers, leases lost,
- * and whatever else its spec declares); latency p50 and p99 per function; the settlement queue's depth and age, and
- * the dead-letter queue's depth. Built from lists, like the alarms: new functions and metrics appear by themselves.
+ * and whatever else its spec declares); latency p50 and p99 per function; the settlement queue's depth and age, the
+ * dead-letter queue's depth, and how long payment recovery leaves the oldest due operation waiting. Built from
+ * lists, like the alarms: new functions and metrics appear by themselves.
  */
 export class OperationsDashboard extends Construct {
   readonly dashboard: Dashboard;
@@ -91,6 +92,12 @@ export class OperationsDashboard extends Construct {
           period,
           statistic: 'Maximum',
           label: 'dead letters',
+        }),
+      ]),
+      graph('Payment recovery: oldest left due (s)', [
+        serviceMetric(config, MetricService.recovery, RecoveryBacklogMetric.oldestDueAge, period).with({
+          statistic: 'Maximum',
+          label: 'after each completer run',
         }),
       ]),
     );

@@ -152,6 +152,13 @@ export interface EnvironmentConfig {
      */
     readonly settlementAgeSeconds: number;
     /**
+     * How long the oldest payment operation left due by a completer run may have waited, in seconds, before the alarm
+     * fires: the completer is falling behind (a backlog larger than its runs get through) or not running at all (no
+     * run published it). A run that ran out of time leaves the rest to the next one, a cycle later: `timing.ts`
+     * checks that one such hand-over does not page.
+     */
+    readonly recoveryBacklogAgeSeconds: number;
+    /**
      * Idempotency outcomes that mean trouble, each alarmed on for every function that emits it (per `service`
      * dimension): the sum over one period at or above which the alarm fires.
      */
@@ -254,6 +261,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
       functionThrottles: 5,
       api5xx: { percent: 10, minRequests: 10 },
       settlementAgeSeconds: 600,
+      recoveryBacklogAgeSeconds: 300,
       idempotency: outcomeAlarms(5),
       periodMinutes: 5,
       subscriptions: [],
@@ -284,6 +292,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
       functionThrottles: 1,
       api5xx: { percent: 5, minRequests: 20 },
       settlementAgeSeconds: 360,
+      recoveryBacklogAgeSeconds: 300,
       idempotency: outcomeAlarms(3),
       periodMinutes: 5,
       // Set before the first deploy: who hears about staging's alarms.
@@ -322,6 +331,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
       functionThrottles: 1,
       api5xx: { percent: 1, minRequests: 50 },
       settlementAgeSeconds: 360,
+      recoveryBacklogAgeSeconds: 300,
       idempotency: outcomeAlarms(3),
       periodMinutes: 5,
       // Set before the first deploy: the on-call address or the pager's HTTPS endpoint (an e-mail subscription waits

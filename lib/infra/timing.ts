@@ -1,4 +1,10 @@
-import { type TimedFunction, type Timings, timingViolations as violationsOf } from '../timing/timing';
+import {
+  recoveryThroughput,
+  type TimedFunction,
+  type Timings,
+  timingViolations as violationsOf,
+  worstOperationMs,
+} from '../timing/timing';
 import type { EnvironmentConfig } from './environments';
 import type { FunctionSpec } from './functions';
 
@@ -62,6 +68,8 @@ export function timingsOf(config: EnvironmentConfig, specs: readonly FunctionSpe
  * - visibility timeout < settlement age alarm < receives × visibility timeout: one retry (a message hidden for one
  *   visibility timeout) is normal and must not page; a message that fails every receive reaches the DLQ after about
  *   receives × visibility timeout, and the age alarm exists to fire before that.
+ * - recovery backlog alarm > 2 × the completer's cycle: an operation that became due just after a run ended, left by
+ *   the next run when its time ran out, has waited up to two cycles; the next run takes it, and that must not page.
  */
 export function timingViolations(config: EnvironmentConfig, specs: readonly FunctionSpec[]): string[] {
   const { leaseSeconds, ttlSeconds, recoveryPeriodMinutes } = config.idempotency;
@@ -79,7 +87,18 @@ export function timingViolations(config: EnvironmentConfig, specs: readonly Func
         `${deadLetterAfter}s after which a failing settlement reaches the DLQ`,
     );
   }
-  return [...violations, ...violationsOf(timingsOf(config, specs))];
+  const timings = timingsOf(config, specs);
+  const backlogAge = config.alarms.recoveryBacklogAgeSeconds;
+  if (timings.functions.some((fn) => fn.trigger === 'schedule')) {
+    const cycleSeconds = recoveryThroughput(timings, worstOperationMs(timings)).cycleMs / 1000;
+    if (backlogAge <= 2 * cycleSeconds) {
+      violations.push(
+        `recovery backlog alarm (${backlogAge}s) must be longer than two of the completer's cycles ` +
+          `(${2 * cycleSeconds}s): one run leaving the rest to the next is not falling behind`,
+      );
+    }
+  }
+  return [...violations, ...violationsOf(timings)];
 }
 
 /** Throws, at synth time, when an environment's timings would break exactly-once processing. */

@@ -46,3 +46,12 @@ export const RecoveryMetric = {
   abandoned: 'PaymentsAbandoned',
 } as const;
 export type RecoveryMetricName = (typeof RecoveryMetric)[keyof typeof RecoveryMetric];
+
+/**
+ * How far behind the completer is, published by every run (a gauge, not a count): how long, in seconds, the oldest
+ * payment operation still due for recovery when the run ended had been due; 0 when the run left none. A run leaves
+ * some only when its time ran out first; the next run (a period later) continues. The stack alarms when it grows.
+ */
+export const RecoveryBacklogMetric = {
+  oldestDueAge: 'PaymentsRecoveryOldestDueAge',
+} as const;

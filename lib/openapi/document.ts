@@ -282,7 +282,8 @@ const receiveWebhook: OperationObject = {
       content: { [JSON_TYPE]: { schema: schemaRef('WebhookAcknowledgement') } },
     },
     '400': problemResponse(
-      '`invalid-body`: a genuine signature over a body that is not such an event.',
+      '`invalid-body`: a genuine signature over a body that is not such an event, an `id` longer than 255 ' +
+        'characters among them (the event id is the idempotency key).',
       problem('InvalidBodyProblem', ProblemType.invalidBody),
     ),
     '401': problemResponse(

@@ -15,9 +15,10 @@ export type SchemaSide = 'request' | 'response';
  * `toJSONSchema` from `zod/v4/core`, which takes classic and `zod/mini` schemas alike. The `$schema` member is
  * dropped: inside an OpenAPI 3.1 document the dialect is the document's.
  *
- * Refinements (`.refine`) cannot be expressed and are left out: the document states what JSON Schema can, the
- * handler checks the rest. A schema zod cannot represent at all (a transform, a date object) throws here, at build
- * time, rather than producing a document that silently says less.
+ * Refinements (`.refine`) cannot be expressed and are left out, silently: so a handler's schema states its rules as
+ * checks JSON Schema has (an enum, a pattern, a length), and test/openapi draws bodies from the document to check
+ * that the handlers accept every one it calls valid. A schema zod cannot represent at all (a transform, a date
+ * object) throws here, at build time, rather than producing a document that silently says less.
  */
 export function openApiSchema(schema: $ZodType, side: SchemaSide): JsonSchema {
   const { $schema: _dialect, ...rest } = toJSONSchema(schema, {

@@ -15,7 +15,15 @@ export function generateApiKey(): string {
 
 const apiKeyItemKey = (hash: string) => ({ pk: `APIKEY#${hash}`, sk: 'APIKEY' });
 
-export class ApiKeys {
+/** Where API keys are looked up (by the authorizer) and registered (by whoever issues them). */
+export interface ApiKeyDirectory {
+  /** The account an API key belongs to, or undefined for an unknown or revoked key. */
+  accountFor(apiKey: string): Promise<string | undefined>;
+  register(apiKey: string, accountId: string): Promise<void>;
+}
+
+/** API keys in the payments table on DynamoDB. */
+export class ApiKeys implements ApiKeyDirectory {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,

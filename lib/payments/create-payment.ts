@@ -1,16 +1,15 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import type { IdempotencyHandle } from 'keystone-idempotency/engine';
 import { problemResponse } from 'keystone-idempotency/http';
 import { chargeReference, paymentCreated, paymentFromCharge } from './payment';
 import { type CardDeclinedProblem, PaymentProblemType, type PaymentRejectedProblem } from './problems';
 import type { ProcessorClient } from './processor-client';
 import type { PaymentRequest } from './schema';
-import type { PaymentsStore } from './store';
+import type { PaymentsRepository } from './store';
 
-export interface CreatePaymentDeps {
+export interface CreatePaymentDeps<TEffect> {
   readonly processor: ProcessorClient;
-  readonly payments: PaymentsStore;
+  readonly payments: PaymentsRepository<TEffect>;
 }
 
 /**
@@ -22,9 +21,9 @@ export interface CreatePaymentDeps {
  * client never comes back, whoever sees the charge next (its webhook, the completer) finishes the same payment with
  * the same {@link paymentFromCharge}, so the row and the stored 201 are the ones this handler would have written.
  */
-export async function createPayment(
-  deps: CreatePaymentDeps,
-  input: { accountId: string; body: PaymentRequest; idempotency: IdempotencyHandle<EffectItem> },
+export async function createPayment<TEffect>(
+  deps: CreatePaymentDeps<TEffect>,
+  input: { accountId: string; body: PaymentRequest; idempotency: IdempotencyHandle<TEffect> },
 ): Promise<APIGatewayProxyResult> {
   const { accountId, body, idempotency } = input;
   const reference = chargeReference(accountId, idempotency.key, idempotency.downstreamKey);

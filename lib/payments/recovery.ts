@@ -1,4 +1,3 @@
-import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import {
   EffectConditionFailedError,
   type IdempotencyStore,
@@ -11,7 +10,7 @@ import {
 } from 'keystone-idempotency/engine';
 import { type ChargeReference, paymentCreated, paymentFromCharge, referenceOf } from './payment';
 import type { Charge, ProcessorClient } from './processor-client';
-import type { PaymentsStore } from './store';
+import type { PaymentsRepository } from './store';
 
 /**
  * Payments whose client never came back. A charge made under one of our downstream keys must end as exactly one
@@ -29,20 +28,20 @@ import type { PaymentsStore } from './store';
 /** Counted by whichever function finished or gave up an operation (service dimension `payment-recovery`). */
 export { RecoveryMetric } from '../metrics/definitions';
 
-export interface PaymentRecoveryDeps {
-  readonly store: IdempotencyStore<EffectItem>;
-  readonly payments: PaymentsStore;
+export interface PaymentRecoveryDeps<TEffect> {
+  readonly store: IdempotencyStore<TEffect>;
+  readonly payments: PaymentsRepository<TEffect>;
 }
 
 /**
  * What recovery commits for a charge: the payment row (or, if a row for this charge is already there, a check that
  * it is), and the 201 that a retry of the operation will replay.
  */
-export async function paymentCompletion(
-  payments: PaymentsStore,
+export async function paymentCompletion<TEffect>(
+  payments: PaymentsRepository<TEffect>,
   charge: Charge,
   reference: ChargeReference,
-): Promise<{ response: ReturnType<typeof paymentCreated>; effects: EffectItem[] }> {
+): Promise<{ response: ReturnType<typeof paymentCreated>; effects: TEffect[] }> {
   const payment = paymentFromCharge(charge, reference.payment_id);
   const existing = await payments.getPayment(reference.account_id, reference.payment_id);
   const effect = existing
@@ -57,7 +56,10 @@ export type ChargeCompletion =
   | { readonly kind: 'completed' }
   /** The operation had committed meanwhile (its owner finished); the payment is there now. */
   | { readonly kind: 'already-completed' }
-  /** The operation's record is gone (expired): the payment was recorded on its own, so the money is not lost. */
+  /**
+   * The operation's record is gone (finished, then past its TTL; an unfinished one never expires): the payment was
+   * recorded on its own, so the money is not lost.
+   */
   | { readonly kind: 'recorded-without-operation' }
   /** The operation's owner still holds a live lease: it may yet commit. Look again after `retryAfterMs`. */
   | { readonly kind: 'owner-live'; readonly retryAfterMs: number }
@@ -71,7 +73,10 @@ export type ChargeCompletion =
  * The operation's owner keeps it while its lease is live; once released, abandoned or run out, this takes it over
  * (only the generation the charge was made under) and commits the payment and its 201 in one transaction.
  */
-export async function completeFromCharge(deps: PaymentRecoveryDeps, charge: Charge): Promise<ChargeCompletion> {
+export async function completeFromCharge<TEffect>(
+  deps: PaymentRecoveryDeps<TEffect>,
+  charge: Charge,
+): Promise<ChargeCompletion> {
   const reference = referenceOf(charge);
   if (!reference) return { kind: 'untracked' };
   const resumed = await deps.store.resume(reference.operation_key, { downstreamKey: reference.downstream_key });
@@ -105,10 +110,10 @@ export async function completeFromCharge(deps: PaymentRecoveryDeps, charge: Char
  * key? A charge completes the payment; none abandons the operation; no answer (the processor down, or the request
  * still running there) leaves it for the next run.
  */
-export function chargeLookup(
-  deps: PaymentRecoveryDeps & { readonly processor: ProcessorClient },
-): RecoveryResolver<EffectItem> {
-  return async function lookUpCharge(lease): Promise<RecoveryVerdict<EffectItem>> {
+export function chargeLookup<TEffect>(
+  deps: PaymentRecoveryDeps<TEffect> & { readonly processor: ProcessorClient },
+): RecoveryResolver<TEffect> {
+  return async function lookUpCharge(lease): Promise<RecoveryVerdict<TEffect>> {
     const lookup = await deps.processor.findCharge(lease.downstreamKey);
     switch (lookup.kind) {
       case 'none':
@@ -130,8 +135,8 @@ export function chargeLookup(
 }
 
 /** One completer run: every payment operation due for recovery, completed from its charge or abandoned. */
-export function recoverPayments(
-  deps: PaymentRecoveryDeps & { readonly processor: ProcessorClient },
+export function recoverPayments<TEffect>(
+  deps: PaymentRecoveryDeps<TEffect> & { readonly processor: ProcessorClient },
   options: RecoverDueOptions = {},
 ): Promise<RecoveryReport> {
   return recoverDue(deps.store, chargeLookup(deps), options);

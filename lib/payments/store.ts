@@ -7,16 +7,36 @@ import type { Payment } from './schema';
 /** A payment as the API shows it: its schema is in `schema.ts`, the one source for handlers and the OpenAPI. */
 export type { Payment } from './schema';
 
+/**
+ * Where payments live, in the terms of the idempotency store they commit with: each write is an effect of that store
+ * (a DynamoDB transaction item, or SQL run in the commit's transaction on PostgreSQL), staged by the handler so that it
+ * commits with the key's completion or not at all. Reads go straight to the database.
+ */
+export interface PaymentsRepository<TEffect> {
+  /** The payment row as an effect; a second row for one payment id fails the commit. */
+  putPayment(accountId: string, payment: Payment, downstreamKey: string): TEffect;
+  /** An effect that only checks the payment row exists for this very charge, and fails the commit otherwise. */
+  confirmPayment(accountId: string, paymentId: string, chargeId: string): TEffect;
+  /** Settling as an effect: a compare-and-set from `succeeded` to `settled`, failing the commit on any repeat. */
+  settlePayment(accountId: string, paymentId: string, settledAt: string): TEffect;
+  /**
+   * Records a payment on its own, outside any commit: only for a charge whose operation record is gone, so that money
+   * that moved is still recorded. False when the row already exists.
+   */
+  recordPayment(accountId: string, payment: Payment, downstreamKey: string): Promise<boolean>;
+  getPayment(accountId: string, paymentId: string): Promise<Payment | undefined>;
+}
+
 const paymentKey = (accountId: string, paymentId: string) => ({
   pk: `ACCOUNT#${accountId}`,
   sk: `PAYMENT#${paymentId}`,
 });
 
 /**
- * Payments and API keys in the payments table. Writes are returned as transaction items, to be committed with the
- * idempotency record; reads go straight to the table.
+ * Payments and API keys in the payments table on DynamoDB. Writes are returned as transaction items, to be committed
+ * with the idempotency record; reads go straight to the table.
  */
-export class PaymentsStore {
+export class PaymentsStore implements PaymentsRepository<EffectItem> {
   constructor(
     private readonly client: DynamoDBDocumentClient,
     readonly tableName: string,

@@ -1,3 +1,4 @@
+import { MAX_KEY_LENGTH } from 'keystone-idempotency/engine';
 import * as z from 'zod/mini';
 
 /**
@@ -12,7 +13,14 @@ const nonEmpty = () => z.string().check(z.minLength(1));
 const count = () => z.number().check(z.int(), z.nonnegative());
 
 export const ChargeSucceededEvent = z.object({
-  id: z.string().check(z.regex(/^evt_[A-Za-z0-9_]+$/, 'id must be an event id (evt_...)')),
+  // The id is the receiver's idempotency key: bounded here, so that a longer one is an `invalid-body` naming `id`,
+  // stated in the document, rather than a key the idempotency middleware turns away after validation.
+  id: z
+    .string()
+    .check(
+      z.regex(/^evt_[A-Za-z0-9_]+$/, 'id must be an event id (evt_...)'),
+      z.maxLength(MAX_KEY_LENGTH, `id must be at most ${MAX_KEY_LENGTH} characters`),
+    ),
   type: z.literal('charge.succeeded'),
   created: count(),
   data: z.object({

@@ -1,20 +1,19 @@
 import type { SQSRecord } from 'aws-lambda';
-import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import type { Clock } from 'keystone-idempotency/engine';
 import { DeadLetterError, RetryLaterError, type SqsRecordContext } from 'keystone-idempotency/sqs';
 import { RecoveryMetric } from '../metrics/definitions';
-import { type ChargeCompletion, completeFromCharge } from '../payments/recovery';
-import type { PaymentsStore } from '../payments/store';
+import { type ChargeCompletion, completeFromCharge, type PaymentRecoveryDeps } from '../payments/recovery';
+import type { PaymentsRepository } from '../payments/store';
 import { SETTLEMENT_SHORT_RETRIES } from '../timing/timing';
 import { ChargeSucceededEvent } from './event';
 import type { MailerClient } from './mailer-client';
 
-export interface SettleDeps {
-  readonly payments: PaymentsStore;
+export interface SettleDeps<TEffect> {
+  readonly payments: PaymentsRepository<TEffect>;
   readonly mailer: MailerClient;
   readonly clock: Clock;
   /** For a charge whose payment isn't recorded: the idempotency store its operation lives in. */
-  readonly recovery: Parameters<typeof completeFromCharge>[0];
+  readonly recovery: PaymentRecoveryDeps<TEffect>;
   /** Counts payments this settlement completed for a client that never came back. */
   readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
   /**
@@ -53,8 +52,8 @@ export interface SettleSummary {
  * The receipt goes out under a key derived from the payment, not the event: two distinct events for one payment,
  * even at once, reach the mailer under one key and send one email.
  */
-export function settleFromEvent(deps: SettleDeps) {
-  return async function settle(record: SQSRecord, context: SqsRecordContext<EffectItem>): Promise<SettleSummary> {
+export function settleFromEvent<TEffect>(deps: SettleDeps<TEffect>) {
+  return async function settle(record: SQSRecord, context: SqsRecordContext<TEffect>): Promise<SettleSummary> {
     const event = ChargeSucceededEvent.parse(JSON.parse(record.body));
     const charge = event.data.object;
     const { payment_id: paymentId, account_id: accountId } = charge.metadata;

@@ -20,6 +20,7 @@ export {
   type SqsQueueAccess,
 } from './handler.js';
 export { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity.js';
+export { SQS_TEXT, sqsMessageBody } from './message-body.js';
 export {
   type ProcessRecordOptions,
   processRecordIdempotently,

@@ -6,8 +6,10 @@
  * request ──► API Gateway waits ≤ integration ──► 504; the client retries with the same key
  *             function runs      ≤ function timeout ──► finishes and commits (or dies)
  *             claim is owned     ≤ lease ──► only now may a retry, or recovery, take the key over
- *             recovery looks     ≤ lease (+ a lease after a release) + completer period
- *             record lives       ≤ ttl ──► only now is the key forgotten
+ *             recovery is due    a lease after the last attempt; the completer drains what is due, a run's worth
+ *                                a cycle ({@link recoveryThroughput})
+ *             record lives       unfinished and recoverable: until recovery or its client finishes it
+ *                                finished (or not recoverable): ≤ ttl ──► only now is the key forgotten
  * ```
  */
 
@@ -51,6 +53,18 @@ export interface Timings {
   readonly functions: readonly TimedFunction[];
 }
 
+/** Operations the completer works on at once: their processor lookups and DynamoDB writes overlap. */
+export const COMPLETER_CONCURRENCY = 8;
+
+/** Operations the completer reads from the recovery index at a time; a run reads page after page. */
+export const COMPLETER_PAGE_SIZE = 100;
+
+/**
+ * The completer stops taking operations once less than the processor's timeout plus this is left of its own: the
+ * last lookup it starts may take the processor's whole timeout and still leave this long for its DynamoDB writes.
+ */
+export const COMPLETER_STOP_MARGIN_MS = 250;
+
 /** API Gateway's default maximum integration timeout for a REST API. */
 const MAX_INTEGRATION_MS = 29_000;
 const MAX_LAMBDA_TIMEOUT_MS = 900_000;
@@ -65,10 +79,12 @@ const MAX_VISIBILITY_TIMEOUT_MS = 12 * 60 * 60 * 1000;
  * - a route's timeout > the integration timeout: the gateway gives up first and the function still records its
  *   result, so the client's retry replays it instead of finding a claim orphaned by a killed function.
  * - processor timeout < the timeout of a function that calls it: a slow processor is an error the function handles.
- * - ttl > 2 × lease + completer period: an operation whose client never came back is found by recovery (at the
- *   latest a lease after its last attempt, plus one period) before its record expires; expired, a late retry would
- *   start a new operation with a new downstream key and charge again.
- * - completer period < lease: recovery reaches such an operation within twice the lease of its last attempt.
+ * - ttl ≥ lease: the store refuses a shorter one. No longer bound than that: an unfinished recoverable operation
+ *   never expires (the store's rule, whatever the backlog), so the TTL is only how long a finished one replays.
+ * - completer period < lease: recovery looks for an operation whose client never came back within a period of its
+ *   becoming due (a lease after its last attempt).
+ * - completer timeout > processor timeout + {@link COMPLETER_STOP_MARGIN_MS}: otherwise a run never takes an
+ *   operation, and a payment whose client never came back is never recorded.
  * - lease ≤ visibility timeout: a message redelivered after its consumer died finds the dead claim's lease run out,
  *   instead of burning a receive (towards the DLQ) on "still in progress".
  * - receives ≥ {@link SETTLEMENT_RECEIVES_NEEDED}: settlement's waits for a live owner (two short retries, then the
@@ -86,16 +102,13 @@ export function timingViolations(timings: Timings): string[] {
       `API integration timeout ${duration(apiIntegrationMs)} exceeds API Gateway's ${duration(MAX_INTEGRATION_MS)} maximum`,
     );
   }
-  if (ttlMs <= 2 * leaseMs + completerPeriodMs) {
-    violations.push(
-      `ttl (${duration(ttlMs)}) must be longer than twice the lease (${duration(leaseMs)}) plus the completer's ` +
-        `period (${duration(completerPeriodMs)}): an unfinished operation could expire before recovery finds it`,
-    );
+  if (ttlMs < leaseMs) {
+    violations.push(`ttl (${duration(ttlMs)}) must be at least the lease (${duration(leaseMs)})`);
   }
   if (completerPeriodMs >= leaseMs) {
     violations.push(
       `the completer's period (${duration(completerPeriodMs)}) must be shorter than the lease (${duration(leaseMs)}): ` +
-        'an operation whose client never came back would wait more than twice the lease for recovery',
+        'an operation whose client never came back would wait more than a lease for recovery to look',
     );
   }
   for (const fn of timings.functions) {
@@ -120,6 +133,12 @@ export function timingViolations(timings: Timings): string[] {
         `processor timeout (${duration(processorTimeoutMs)}) must be shorter than ${fn.name}'s timeout (${duration(fn.timeoutMs)})`,
       );
     }
+    if (fn.trigger === 'schedule' && completerWindowMs(fn.timeoutMs, processorTimeoutMs) <= 0) {
+      violations.push(
+        `${fn.name}'s timeout (${duration(fn.timeoutMs)}) must be longer than the processor timeout ` +
+          `(${duration(processorTimeoutMs)}) plus ${COMPLETER_STOP_MARGIN_MS}ms: a run would never take an operation`,
+      );
+    }
   }
   if (queueVisibilityMs > MAX_VISIBILITY_TIMEOUT_MS) {
     violations.push(
@@ -139,6 +158,60 @@ export function timingViolations(timings: Timings): string[] {
     );
   }
   return violations;
+}
+
+/** How long one completer run takes new operations: its timeout, less a last lookup and the stop margin. */
+export function completerWindowMs(completerTimeoutMs: number, processorTimeoutMs: number): number {
+  return completerTimeoutMs - processorTimeoutMs - COMPLETER_STOP_MARGIN_MS;
+}
+
+/** What the completer gets through under a set of timings. Durations in milliseconds. */
+export interface RecoveryThroughput {
+  /** How long one run takes new operations. */
+  readonly windowMs: number;
+  /**
+   * The longest from one run's start to the next one's: a run lasts at most its window plus one operation, and the
+   * next starts at the first tick of the schedule after it (EventBridge, or the local stack's timer).
+   */
+  readonly cycleMs: number;
+  /** Operations one run finishes: every worker takes one after another until the window closes. */
+  readonly perRun: number;
+  readonly perMinute: number;
+  /**
+   * The longest from `backlog` operations becoming due at once to the last of them finished: a cycle until the
+   * first run (one may have just ended), then a cycle per run's worth. Add the lease for "from the last attempt".
+   */
+  drainMs(backlog: number): number;
+}
+
+/**
+ * What the completer gets through when each operation (its takeover, the processor lookup, the commit) takes
+ * `operationMs`. With `operationMs` at its worst, {@link worstOperationMs}, this is a floor the settings guarantee
+ * however slowly the processor answers within its timeout; with a measured one, what to expect.
+ */
+export function recoveryThroughput(timings: Timings, operationMs: number): RecoveryThroughput {
+  const completer = timings.functions.find((fn) => fn.trigger === 'schedule');
+  if (!completer) throw new Error('no completer (a function on a schedule) in these timings');
+  const windowMs = Math.max(0, completerWindowMs(completer.timeoutMs, timings.processorTimeoutMs));
+  const runMs = Math.min(completer.timeoutMs, windowMs + operationMs);
+  const cycleMs = timings.completerPeriodMs * Math.max(1, Math.ceil(runMs / timings.completerPeriodMs));
+  const perRun = windowMs > 0 ? COMPLETER_CONCURRENCY * Math.ceil(windowMs / operationMs) : 0;
+  return {
+    windowMs,
+    cycleMs,
+    perRun,
+    perMinute: Math.floor((perRun * 60_000) / cycleMs),
+    drainMs: (backlog) => cycleMs * (1 + Math.ceil(backlog / perRun)),
+  };
+}
+
+/**
+ * One operation at its slowest within the settings: a lookup that takes the processor's whole timeout, and the
+ * operation's DynamoDB requests (a read and a takeover before it, a read and the commit after) within the stop margin
+ * between them, as the completer's stop rule assumes.
+ */
+export function worstOperationMs(timings: Pick<Timings, 'processorTimeoutMs'>): number {
+  return timings.processorTimeoutMs + COMPLETER_STOP_MARGIN_MS;
 }
 
 /** `90s`, `1500ms`: whole seconds as seconds, anything else in milliseconds. */

@@ -167,6 +167,19 @@ describe('POST /payments over the local stack', () => {
     expect((await pay({ key })).status).toBe(201);
   });
 
+  it('refuses text the settlement pipeline could not carry with 400 naming the field, and charges nothing', async () => {
+    const before = (await allCharges()).length;
+    for (const description of ['Order 42 \uFFFF', 'Order \uD800 42']) {
+      const refused = await pay({ key: randomUUID(), body: { ...card, description } });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({
+        type: 'https://keystone-idempotency.dev/problems/invalid-body',
+        errors: [{ path: 'description', message: expect.stringContaining('U+FFFF') }],
+      });
+    }
+    expect((await allCharges()).length).toBe(before);
+  });
+
   it('charges the largest amount it accepts, and answers one more with 400, never a 500', async () => {
     expect((await pay({ key: randomUUID(), body: { ...card, amount: MAX_AMOUNT } })).status).toBe(201);
     const tooMuch = await pay({ key: randomUUID(), body: { ...card, amount: MAX_AMOUNT + 1 } });

@@ -179,6 +179,58 @@ describe('settlement from processor webhooks', () => {
     expect(response.status).toBe(400);
   });
 
+  it('refuses an event id too long to be its idempotency key with 400 invalid-body naming it', async () => {
+    const paid = await pay();
+    const event = await eventually(
+      () => eventFor(paid.charge_id),
+      (e) => e !== undefined,
+    );
+    const body = JSON.stringify({ ...event, id: `evt_${'x'.repeat(252)}` });
+    const response = await signedPost(body, signPayload(body, SECRET, Math.floor(Date.now() / 1000)));
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      type: 'https://keystone-idempotency.dev/problems/invalid-body',
+      errors: [{ path: 'id' }],
+    });
+    const longest = JSON.stringify({ ...event, id: `evt_${'x'.repeat(251)}` });
+    expect((await signedPost(longest, signPayload(longest, SECRET, Math.floor(Date.now() / 1000)))).status).toBe(200);
+  });
+
+  // The processor's events are not ours to validate away: a description edited at the processor can hold anything
+  // JSON can, including characters an SQS message can't (U+FFFE, U+FFFF; and astral ones, which the emulator refuses).
+  it.each([
+    ['U+FFFF', 'Order 42 \uFFFF'],
+    ['U+FFFE', '\uFFFE'],
+    ['a lone surrogate', 'Order \uD800 42'],
+    ['a C0 control character', 'Order\u0001 42'],
+    ['an astral character', 'Order 42 \u{1F389}'],
+  ])('settles and sends the receipt for an event whose charge description holds %s', async (_name, description) => {
+    await setWebhookDelivery(false);
+    let paid: Payment;
+    try {
+      paid = await pay();
+    } finally {
+      await setWebhookDelivery(true);
+    }
+    const event = await eventually(
+      () => eventFor(paid.charge_id),
+      (e) => e !== undefined,
+    );
+    const edited = { ...event!, data: { object: { ...event!.data.object, description } } };
+    const body = JSON.stringify(edited);
+    const response = await signedPost(body, signPayload(body, SECRET, Math.floor(Date.now() / 1000)));
+    expect(response.status).toBe(200);
+    const settled = await eventually(
+      () => payment(paid.id),
+      (p) => p.status === 'settled',
+    );
+    expect(settled.settled_at).toEqual(expect.any(String));
+    await eventually(
+      () => emailsFor(paid.id).length,
+      (n) => n === 1,
+    );
+  });
+
   it('sends no second email when the consumer crashes after sending it and before acknowledging', async () => {
     // The mailer takes 2 s to answer the next email; the stack is killed while it waits. The mailer still sends it
     // (its caller hung up, the work completes), and the message is redelivered to the restarted consumer.
@@ -283,6 +335,16 @@ describe('settlement from processor webhooks', () => {
     expect((await payment(paid.id)).status).toBe('settled');
   });
 });
+
+/** Stops or resumes the sandbox's delivery of new events, so a test can deliver an event of its own making. */
+async function setWebhookDelivery(enabled: boolean): Promise<void> {
+  const response = await fetch(`${sandbox.url}/__webhooks`, {
+    method: 'PUT',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ enabled }),
+  });
+  expect(response.ok).toBe(true);
+}
 
 async function queueUrl(name = env.SETTLEMENT_QUEUE_NAME): Promise<string> {
   const { QueueUrl } = await sqs.client.send(new GetQueueUrlCommand({ QueueName: name }));

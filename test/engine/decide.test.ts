@@ -26,6 +26,15 @@ describe('decide', () => {
     expect(decide(expired, 'fp', now).kind).toBe('fresh');
   });
 
+  it('never treats an unfinished recoverable operation as expired: it is taken over, under its downstream key', () => {
+    const { expiresAt: _none, ...inRecovery } = record({ status: RecordStatus.Released, recoverAt: now - 1 });
+    expect(decide(inRecovery, 'fp', now + 10 * 86_400_000).kind).toBe('takeover');
+    // Written before the rule, with an expiry long past: the recovery index still says it is unfinished.
+    const legacy = record({ status: RecordStatus.Released, recoverAt: now - 1, expiresAt: now / 1000 - 3600 });
+    expect(decide(legacy, 'fp', now)).toMatchObject({ kind: 'takeover', record: { downstreamKey: 'idk_1' } });
+    expect(decide(legacy, 'another body', now).kind).toBe('mismatch');
+  });
+
   it('reports a mismatch for a live record made from another body, before anything else', () => {
     expect(decide(record({ fingerprint: 'other' }), 'fp', now).kind).toBe('mismatch');
     expect(decide(record({ fingerprint: 'other', status: RecordStatus.Completed, response }), 'fp', now).kind).toBe(

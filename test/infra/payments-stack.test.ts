@@ -6,7 +6,7 @@ import { RECOVERY_INDEX, TTL_ATTRIBUTE } from '../../lib/dynamodb/layout';
 import { AUTHORIZATION_HEADER_PATTERN, PaymentsApi } from '../../lib/infra/api';
 import { environments } from '../../lib/infra/environments';
 import { PaymentsStack } from '../../lib/infra/payments-stack';
-import { IdempotencyMetric, MetricService } from '../../lib/metrics/definitions';
+import { IdempotencyMetric, MetricService, RecoveryBacklogMetric } from '../../lib/metrics/definitions';
 import { serviceMetrics } from '../../lib/runtime/metrics';
 import { idempotencyTable, paymentsTable, tableDefinitions } from '../../lib/tables/definitions';
 import {
@@ -814,6 +814,43 @@ describe('PaymentsStack', () => {
           (candidate) => JSON.stringify(candidate.Properties.Dimensions) === JSON.stringify(dimensions),
         );
         expect(alarm?.Properties.Namespace).toBe(published!.Namespace);
+      } finally {
+        if (saved === undefined) delete process.env.POWERTOOLS_METRICS_NAMESPACE;
+        else process.env.POWERTOOLS_METRICS_NAMESPACE = saved;
+      }
+    });
+
+    it('alarms when payment recovery falls behind, or stops publishing, on what the completer publishes', () => {
+      const { stacks, templates } = synthesized;
+      for (const env of TESTED_ENVIRONMENTS) {
+        const alarms = alarmsOn(templates[env], RecoveryBacklogMetric.oldestDueAge);
+        expect(alarms).toHaveLength(1);
+        expect(alarms[0]!.Properties).toMatchObject({
+          Namespace: `Keystone/${env}`,
+          Dimensions: [{ Name: 'service', Value: 'payment-recovery' }],
+          Statistic: 'Maximum',
+          Threshold: 300,
+          ComparisonOperator: 'GreaterThanThreshold',
+          TreatMissingData: 'breaching',
+        });
+      }
+      // What Powertools writes (EMF) when the completer publishes the age, in prod's namespace.
+      const fn = functionResource(stacks.prod, templates.prod, 'PaymentsCompleter');
+      const saved = process.env.POWERTOOLS_METRICS_NAMESPACE;
+      process.env.POWERTOOLS_METRICS_NAMESPACE = environmentOf(fn).POWERTOOLS_METRICS_NAMESPACE as string;
+      try {
+        const metrics = serviceMetrics(MetricService.recovery);
+        metrics.addMetric(RecoveryBacklogMetric.oldestDueAge, 'Seconds', 42);
+        const emf = metrics.serializeMetrics() as unknown as {
+          _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+          [dimension: string]: unknown;
+        };
+        const [published] = emf._aws.CloudWatchMetrics;
+        const [alarm] = alarmsOn(templates.prod, published!.Metrics[0]!.Name);
+        expect(alarm?.Properties).toMatchObject({
+          Namespace: published!.Namespace,
+          Dimensions: published!.Dimensions[0]!.map((name) => ({ Name: name, Value: emf[name] })),
+        });
       } finally {
         if (saved === undefined) delete process.env.POWERTOOLS_METRICS_NAMESPACE;
         else process.env.POWERTOOLS_METRICS_NAMESPACE = saved;

@@ -7,7 +7,7 @@ describe('the local stack', () => {
     const env = { IDEMPOTENCY_TTL_SECONDS: '3', IDEMPOTENCY_LEASE_SECONDS: '2', PROCESSOR_TIMEOUT_MS: '5000' };
     // No DynamoDB endpoint: had it got past the check, it would have started a JVM (and the test would hang on it).
     await expect(startLocalStack({ env: { ...env, DYNAMODB_ENDPOINT: '' }, log: silentLog })).rejects.toThrow(
-      /The local stack's timeouts are inconsistent:\n {2}- ttl \(3s\) must be longer than twice the lease \(2s\)/,
+      /The local stack's timeouts are inconsistent:\n {2}- the completer's period \(10s\) must be shorter than the lease \(2s\)/,
     );
   });
 

@@ -1,4 +1,11 @@
-import { duration, type Timings, timingViolations } from '../../lib/timing/timing';
+import {
+  COMPLETER_CONCURRENCY,
+  duration,
+  recoveryThroughput,
+  type Timings,
+  timingViolations,
+  worstOperationMs,
+} from '../../lib/timing/timing';
 
 /** A consistent set: the local stack's defaults. */
 const sound: Timings = {
@@ -21,28 +28,59 @@ describe('timingViolations', () => {
     expect(timingViolations(sound)).toEqual([]);
   });
 
-  it('refuses a record that can expire while its first attempt is still running', () => {
-    // The reproduction from the issue: TTL 3 s, lease 2 s, a processor slower than both.
+  it('refuses a lease that a function can outlive', () => {
+    // The reproduction from an earlier issue: TTL 3 s, lease 2 s, a processor slower than both.
     const violations = timingViolations({ ...sound, leaseMs: 2_000, ttlMs: 3_000, completerPeriodMs: 1_000 });
     expect(violations).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^ttl \(3s\) must be longer than twice the lease \(2s\)/),
         "lease (2s) must be at least payments-create's timeout (10s) plus the engine's 1s margin for clock skew",
+        "lease (2s) must be at least payments-completer's timeout (10s) plus the engine's 1s margin for clock skew",
       ]),
     );
+  });
+
+  it('takes any TTL from the lease up: an unfinished recoverable operation never expires, whatever the backlog', () => {
+    // Issue 17's timings: lease 6 s, TTL 16 s (then "just above twice the lease plus the period").
+    const issue: Timings = {
+      ...sound,
+      leaseMs: 6_000,
+      ttlMs: 16_000,
+      apiIntegrationMs: 4_500,
+      processorTimeoutMs: 2_000,
+      queueVisibilityMs: 6_000,
+      completerPeriodMs: 1_000,
+      functions: sound.functions.map((fn) => ({ ...fn, timeoutMs: 5_000 })),
+    };
+    expect(timingViolations(issue)).toEqual([]);
+    expect(timingViolations({ ...issue, ttlMs: 6_000 })).toEqual([]);
+    expect(timingViolations({ ...issue, ttlMs: 5_000 })).toEqual(['ttl (5s) must be at least the lease (6s)']);
+  });
+
+  it('refuses a completer whose timeout leaves it no time to take an operation', () => {
+    const completer = (timeoutMs: number): Timings => ({
+      ...sound,
+      functions: sound.functions.map((fn) => (fn.trigger === 'schedule' ? { ...fn, timeoutMs } : fn)),
+    });
+    expect(timingViolations(completer(8_250))).toEqual([
+      "payments-completer's timeout (8250ms) must be longer than the processor timeout (8s) plus 250ms: a run " +
+        'would never take an operation',
+    ]);
+    expect(timingViolations(completer(8_251))).toEqual([]);
   });
 
   it('refuses a processor call that outlasts the function making it', () => {
     expect(timingViolations({ ...sound, processorTimeoutMs: 10_000 })).toEqual([
       "processor timeout (10s) must be shorter than payments-create's timeout (10s)",
       "processor timeout (10s) must be shorter than payments-completer's timeout (10s)",
+      "payments-completer's timeout (10s) must be longer than the processor timeout (10s) plus 250ms: a run would " +
+        'never take an operation',
     ]);
   });
 
   it('refuses a completer that comes around less often than the lease', () => {
     expect(timingViolations({ ...sound, completerPeriodMs: 60_000 })).toEqual([
       "the completer's period (60s) must be shorter than the lease (60s): an operation whose client never came " +
-        'back would wait more than twice the lease for recovery',
+        'back would wait more than a lease for recovery to look',
     ]);
   });
 
@@ -71,6 +109,29 @@ describe('timingViolations', () => {
     expect(timingViolations({ ...sound, queueVisibilityMs: 30_000 })).toEqual([
       'lease (60s) must not exceed the settlement visibility timeout (30s)',
     ]);
+  });
+});
+
+describe('recoveryThroughput', () => {
+  it('counts a run as every worker taking one operation after another until its window closes', () => {
+    // The local defaults: a 10 s completer, an 8 s processor timeout: 1.75 s to take operations, every 10 s.
+    const at40ms = recoveryThroughput(sound, 40);
+    expect(at40ms).toMatchObject({ windowMs: 1_750, cycleMs: 10_000, perRun: COMPLETER_CONCURRENCY * 44 });
+    expect(at40ms.perMinute).toBe(6 * at40ms.perRun);
+    // Two runs' worth: the first run may come a cycle late, then one cycle per run.
+    expect(at40ms.drainMs(at40ms.perRun + 1)).toBe(30_000);
+  });
+
+  it('guarantees at least one operation per worker and run, however slowly the processor answers', () => {
+    const worst = recoveryThroughput(sound, worstOperationMs(sound));
+    expect(worstOperationMs(sound)).toBe(8_250);
+    expect(worst).toMatchObject({ windowMs: 1_750, perRun: COMPLETER_CONCURRENCY, cycleMs: 10_000 });
+  });
+
+  it('is nothing at all when a run has no window', () => {
+    const closed: Timings = { ...sound, processorTimeoutMs: 9_750 };
+    expect(recoveryThroughput(closed, 40)).toMatchObject({ windowMs: 0, perRun: 0, perMinute: 0 });
+    expect(recoveryThroughput(closed, 40).drainMs(1)).toBe(Number.POSITIVE_INFINITY);
   });
 });
 

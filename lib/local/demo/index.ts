@@ -1,4 +1,4 @@
-import { type ApiKeys, generateApiKey } from '../../payments/api-keys';
+import { type ApiKeyDirectory, generateApiKey } from '../../payments/api-keys';
 import type { Route } from '../api-gateway';
 import { buildPageAssets } from './page-assets';
 import { ProcessorControls } from './processor-controls';
@@ -21,7 +21,7 @@ export interface LocalDemo {
   readonly routes: readonly Route[];
 }
 
-export async function prepareDemo(options: { apiKeys: ApiKeys; processorUrl: string }): Promise<LocalDemo> {
+export async function prepareDemo(options: { apiKeys: ApiKeyDirectory; processorUrl: string }): Promise<LocalDemo> {
   const apiKey = generateApiKey();
   const [assets] = await Promise.all([buildPageAssets(), options.apiKeys.register(apiKey, DEMO_ACCOUNT_ID)]);
   return {

@@ -6,7 +6,8 @@ import {
   RetrySafeClient,
 } from 'keystone-idempotency/client';
 import * as z from 'zod/mini';
-import { Payment, type PaymentRequest } from '../schema';
+import type { PaymentRequest } from '../payment-schema';
+import { Payment } from '../payment-schema';
 
 /** `POST /payments` body, as the API's schema defines it. */
 export type NewPayment = PaymentRequest;

@@ -10,7 +10,6 @@ import { checkConformance, checkSafety, expectCommittedResponse } from './invari
 import {
   expectClaim,
   expectResume,
-  expiredInRecovery,
   holds,
   isLive,
   NextStep,
@@ -350,7 +349,7 @@ class EndLeaseStep extends ProtocolCommand {
           op,
           this.ending === RecordStatus.Released
             ? transitions.released(m.times, record!, m.now)
-            : transitions.abandoned(record!, m.now),
+            : transitions.abandoned(m.times, record!, m.now),
         );
       } else {
         // Only its own earlier call (a lost reply) counts as done; anything else is someone else's record.
@@ -440,7 +439,6 @@ async function resumeAs(
     expectCommittedResponse(m, outcome.record.downstreamKey, outcome.record.response, what);
   }
   return () => {
-    if (expiredInRecovery(op.record, m.now)) m.setRecord(op, transitions.outOfRecovery(op.record));
     if (expected.kind !== 'takeover') {
       expectEqual(outcome.kind, expected.kind, what);
       if (outcome.kind === 'in_flight' && expected.kind === 'in_flight') {
@@ -488,12 +486,15 @@ export class ResolveStep extends ProtocolCommand {
   }
 }
 
-/** One run of the completer (`recoverDue`), asking the processor under each due operation's downstream key. */
+/**
+ * One run of the completer (`recoverDue`), asking the processor under each due operation's downstream key. It reads
+ * the index a page at a time and works through every operation due, however small its pages.
+ */
 export class CompleterRun extends ProtocolCommand {
   constructor(
     readonly delivery: Delivery,
     readonly processorUp: boolean,
-    /** Most operations the run looks at: with a small one, what the index offers first decides what gets done. */
+    /** Operations per page of the index: with a small one, the run must still get through every page. */
     readonly limit = 100,
   ) {
     super();
@@ -518,12 +519,19 @@ export class CompleterRun extends ProtocolCommand {
     const report = await r.via(this.delivery, (s) => recoverDue(s, resolve, { logger, limit: this.limit }));
     m.note(`-> ${JSON.stringify(report)}`);
     return () => {
-      const expected = { due: 0, completed: 0, abandoned: 0, retried: 0, skipped: 0, failed: 0 };
-      for (const op of dueIn(m, r).slice(0, this.limit)) {
+      const expected: Record<string, unknown> & Record<OutcomeCount, number> = {
+        due: 0,
+        completed: 0,
+        abandoned: 0,
+        retried: 0,
+        skipped: 0,
+        failed: 0,
+        left: 0,
+      };
+      for (const op of dueIn(m, r)) {
         const record = op.record!;
         expected.due += 1;
         if (expectResume(record, m.now).kind !== 'takeover') {
-          if (expiredInRecovery(record, m.now)) m.setRecord(op, transitions.outOfRecovery(record));
           expected.skipped += 1;
           continue;
         }
@@ -539,10 +547,13 @@ export class CompleterRun extends ProtocolCommand {
           m.rows.add(effectRowKey(op.index, lease.leaseToken));
           expected.completed += 1;
         } else {
-          m.setRecord(op, transitions.abandoned(op.record!, m.now));
+          m.setRecord(op, transitions.abandoned(m.times, op.record!, m.now));
           expected.abandoned += 1;
         }
       }
+      // What the run leaves due: nothing, unless it skipped something (an operation it took is due a lease later).
+      const [stillDue] = dueIn(m, r);
+      if (stillDue) expected.oldestDue = { key: stillDue.key, recoverAt: stillDue.record!.recoverAt };
       if (failures.length > 0) throw new Error(`${this}: recovery failed`, { cause: failures });
       if (!isDeepStrictEqual({ ...report }, expected)) {
         throw new Error(`${this}: report ${JSON.stringify(report)}, the model expects ${JSON.stringify(expected)}`);
@@ -555,10 +566,11 @@ export class CompleterRun extends ProtocolCommand {
   }
 }
 
+type OutcomeCount = 'due' | 'completed' | 'abandoned' | 'retried' | 'skipped' | 'failed' | 'left';
+
 /**
- * The operations the recovery index offers now, in its order: every record carrying a `recoverAt` that has come
- * (live or past its expiry: the index knows nothing of expiry), oldest first, then by shard (the run's keys each
- * have a shard of their own, so the order is never a toss-up).
+ * The operations the recovery index offers now, in its order: every record carrying a `recoverAt` that has come,
+ * oldest first, then by shard (the run's keys each have a shard of their own, so the order is never a toss-up).
  */
 function dueIn(m: ProtocolModel, r: ProtocolSystem): Operation[] {
   return m.ops

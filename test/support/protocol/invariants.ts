@@ -112,10 +112,20 @@ export function checkConformance(m: ProtocolModel, snapshot: Snapshot): void {
   }
 }
 
+/**
+ * A stored item is live: unfinished and recoverable (in the recovery index, with no expiry), or not yet past its
+ * expiry. Read from the item itself, not the model.
+ */
+function isLiveItem(item: Record<string, unknown> | undefined, now: number): item is Record<string, unknown> {
+  if (item === undefined) return false;
+  if (item.recoverAt !== undefined) return true;
+  return item.expiresAt !== undefined && Number(item.expiresAt) * 1000 > now;
+}
+
 /** After the completer has run past every lease: nothing live is left in progress or released. */
 export function checkNothingUnfinished(m: ProtocolModel, snapshot: Snapshot): void {
   snapshot.items.forEach((item, index) => {
-    if (item === undefined || Number(item.expiresAt) * 1000 <= m.now) return;
+    if (!isLiveItem(item, m.now)) return;
     if (item.status !== RecordStatus.Completed && item.status !== RecordStatus.Abandoned) {
       throw new InvariantViolation('an operation is left unfinished after the completer ran past its lease', {
         op: index,
@@ -130,15 +140,26 @@ export function checkNothingUnfinished(m: ProtocolModel, snapshot: Snapshot): vo
 
 /**
  * After the completer and the processor's witness have both run: every charge whose generation is still live
- * ended as that generation's completion (the money is never left without its record); an abandoned record has no
- * charge under its downstream key.
+ * ended as that generation's completion (the money is never left without its record). A generation with a charge
+ * is only ever forgotten (expired, deleted, or replaced by a fresh claim) once it was finished: never while
+ * recovery still had it to do, or a late retry would have started a new generation and charged again.
  */
 export function checkNoChargeLeftBehind(m: ProtocolModel, r: ProtocolSystem, snapshot: Snapshot): void {
   for (const charge of r.processor.made) {
     const origin = m.generationOf.get(charge.downstreamKey)!;
     const item = snapshot.items[origin.op];
-    const live = item !== undefined && Number(item.expiresAt) * 1000 > m.now;
-    if (!live || item.downstreamKey !== charge.downstreamKey) continue; // that generation expired: not ours to keep
+    if (!isLiveItem(item, m.now) || item.downstreamKey !== charge.downstreamKey) {
+      const generation = m.generationKey(origin.op, origin.generation);
+      if (!m.finished.has(generation)) {
+        throw new InvariantViolation('a charged operation was forgotten before it was finished', {
+          charge,
+          op: origin.op,
+          generation,
+          record: item ?? null,
+        });
+      }
+      continue; // finished, then expired: its replay window is over
+    }
     const body = (item.response as StoredResponse | undefined)?.body;
     if (item.status !== RecordStatus.Completed || JSON.parse(body ?? '{}').charge !== charge.id) {
       throw new InvariantViolation('a charge was left without its operation completing', {
@@ -162,7 +183,7 @@ function storedFields(item: Record<string, unknown>) {
     status: item.status,
     leaseToken: item.leaseToken,
     leaseExpiresAt: Number(item.leaseExpiresAt),
-    expiresAt: Number(item.expiresAt),
+    expiresAt: item.expiresAt === undefined ? null : Number(item.expiresAt),
     downstreamKey: item.downstreamKey,
     attempt: Number(item.attempt),
     recoverAt: item.recoverAt === undefined ? null : Number(item.recoverAt),
@@ -176,7 +197,7 @@ function modelFields(record: ModelRecord) {
     status: record.status,
     leaseToken: record.leaseToken,
     leaseExpiresAt: record.leaseExpiresAt,
-    expiresAt: record.expiresAt,
+    expiresAt: record.expiresAt ?? null,
     downstreamKey: record.downstreamKey,
     attempt: record.attempt,
     recoverAt: record.recoverAt ?? null,

@@ -12,7 +12,8 @@ export interface ModelRecord {
   readonly status: RecordStatus;
   readonly leaseToken: string;
   readonly leaseExpiresAt: number;
-  readonly expiresAt: number;
+  /** When it expires; none while it is unfinished and recoverable (every record here is): it never expires then. */
+  readonly expiresAt?: number;
   readonly downstreamKey: string;
   readonly attempt: number;
   /** Present while the operation is unfinished: it is in the recovery index, due from then on. */
@@ -27,9 +28,14 @@ export interface ProtocolTimes {
   readonly ttlSeconds: number;
 }
 
-/** A record past its expiry is absent to every reader, however long TTL deletion takes. */
+/**
+ * A record past its expiry is absent to every reader, however long TTL deletion takes. An unfinished operation (in
+ * the recovery index) has no expiry: it lives until recovery or its client finishes it.
+ */
 export function isLive(record: ModelRecord | undefined, now: number): boolean {
-  return record !== undefined && record.expiresAt * 1000 > now;
+  if (record === undefined) return false;
+  if (record.recoverAt !== undefined) return true;
+  return record.expiresAt !== undefined && record.expiresAt * 1000 > now;
 }
 
 /** What a claim with the operation's own request must meet. */
@@ -68,11 +74,6 @@ export function expectResume(record: ModelRecord | undefined, now: number, downs
   return claim;
 }
 
-/** Recovery meeting this record takes it out of the recovery index: it expired unfinished. */
-export function expiredInRecovery(record: ModelRecord | undefined, now: number): record is ModelRecord {
-  return record !== undefined && !isLive(record, now) && record.recoverAt !== undefined;
-}
-
 /** The owner named by `leaseToken` still holds the record in progress: its commit, release or abandon lands. */
 export function holds(record: ModelRecord | undefined, leaseToken: string): boolean {
   return record?.leaseToken === leaseToken && record.status === RecordStatus.InProgress;
@@ -85,21 +86,20 @@ export const transitions = {
       status: RecordStatus.InProgress,
       leaseToken: lease.leaseToken,
       leaseExpiresAt: now + times.leaseMs,
-      expiresAt: Math.ceil(now / 1000) + times.ttlSeconds,
       downstreamKey: lease.downstreamKey,
       attempt: 1,
       recoverAt: now + times.leaseMs,
       generation,
     };
   },
-  /** Same fingerprint, same downstream key; lives at least as long as the new lease. */
+  /** Same fingerprint, same downstream key; back in the recovery index (an abandoned one too), so no expiry. */
   takenOver(times: ProtocolTimes, previous: ModelRecord, now: number, leaseToken: string): ModelRecord {
+    const { expiresAt: _noneWhileUnfinished, ...rest } = previous;
     return {
-      ...previous,
+      ...rest,
       status: RecordStatus.InProgress,
       leaseToken,
       leaseExpiresAt: now + times.leaseMs,
-      expiresAt: Math.max(previous.expiresAt, Math.ceil((now + times.leaseMs) / 1000)),
       attempt: previous.attempt + 1,
       recoverAt: now + times.leaseMs,
     };
@@ -113,14 +113,15 @@ export const transitions = {
   released(times: ProtocolTimes, record: ModelRecord, now: number): ModelRecord {
     return { ...record, status: RecordStatus.Released, leaseExpiresAt: now, recoverAt: now + times.leaseMs };
   },
-  abandoned(record: ModelRecord, now: number): ModelRecord {
+  /** Leaves the recovery index; kept (for a late retry of the same request) a full TTL from now. */
+  abandoned(times: ProtocolTimes, record: ModelRecord, now: number): ModelRecord {
     const { recoverAt: _leavesTheIndex, ...rest } = record;
-    return { ...rest, status: RecordStatus.Abandoned, leaseExpiresAt: now };
-  },
-  /** Recovery met it past its expiry: absent to it, and out of the index, unchanged otherwise. */
-  outOfRecovery(record: ModelRecord): ModelRecord {
-    const { recoverAt: _leavesTheIndex, ...rest } = record;
-    return rest;
+    return {
+      ...rest,
+      status: RecordStatus.Abandoned,
+      leaseExpiresAt: now,
+      expiresAt: Math.ceil(now / 1000) + times.ttlSeconds,
+    };
   },
 };
 
@@ -174,6 +175,8 @@ export class ProtocolModel {
   readonly generationOf = new Map<string, { readonly op: number; readonly generation: number }>();
   /** Lease token -> the step in which it stopped holding its record in progress (taken over, ended, deleted). */
   readonly heldUntil = new Map<string, number>();
+  /** `op/generation` of every generation that was finished (completed or abandoned) at some point. */
+  readonly finished = new Set<string>();
   /** `op/generation` -> the response first seen committed: every later replay must be byte-equal to it. */
   readonly committed = new Map<string, StoredResponse>();
   /** Effect row sort key -> the step in which it first appeared. */
@@ -218,6 +221,9 @@ export class ProtocolModel {
       (next?.leaseToken !== previous.leaseToken || next.status !== RecordStatus.InProgress)
     ) {
       this.heldUntil.set(previous.leaseToken, this.step);
+    }
+    if (next?.status === RecordStatus.Completed || next?.status === RecordStatus.Abandoned) {
+      this.finished.add(this.generationKey(op.index, next.generation));
     }
     op.record = next;
   }
