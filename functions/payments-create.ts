@@ -1,9 +1,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import { systemClock } from 'keystone-idempotency/engine';
 import {
+  type HttpEvent,
+  type HttpResult,
   httpIdempotency,
   lambdaHandler,
   problemErrorHandler,
@@ -20,7 +22,11 @@ import { documentClient } from '../lib/runtime/clients';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
 
-/** POST /payments: validate, claim the key, charge under the downstream key, commit the payment with the key. */
+/**
+ * POST /payments: validate, claim the key, charge under the downstream key, commit the payment with the key. Served
+ * the same behind a REST API or an HTTP API (or a function URL or an ALB): the middlewares read each event and answer
+ * in its format.
+ */
 const logger = new Logger({ serviceName: 'payments' });
 const metrics = serviceMetrics(MetricService.payments);
 const deps = { processor: processorClient(), payments: paymentsStore(), clock: systemClock };
@@ -28,16 +34,13 @@ const store = idempotencyStore();
 
 type PaymentContext = Context & WithIdempotency<EffectItem> & WithBody<PaymentRequest>;
 
-async function createPaymentHandler(
-  event: APIGatewayProxyEvent,
-  context: PaymentContext,
-): Promise<APIGatewayProxyResult> {
+async function createPaymentHandler(event: HttpEvent, context: PaymentContext): Promise<APIGatewayProxyResult> {
   const accountId = requireAccountId(event);
   return createPayment(deps, { accountId, body: context.body, idempotency: context.idempotency });
 }
 
 export const handler = lambdaHandler(
-  middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, PaymentContext>(createPaymentHandler)
+  middy<HttpEvent, HttpResult, Error, PaymentContext>(createPaymentHandler)
     .use(tracing('payments', [documentClient()]))
     .use(publishMetrics(metrics))
     .use(problemErrorHandler({ logger }))

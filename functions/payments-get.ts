@@ -1,17 +1,28 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { HttpProblem, ProblemType, problemErrorHandler, requireAccountId } from 'keystone-idempotency/http';
+import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult } from 'aws-lambda';
+import {
+  HttpProblem,
+  type HttpResult,
+  ProblemType,
+  problemErrorHandler,
+  requireAccountId,
+} from 'keystone-idempotency/http';
 import { paymentsStore } from '../lib/payments/config';
 import { isPaymentId } from '../lib/payments/payment';
 import { documentClient } from '../lib/runtime/clients';
 import { tracing } from '../lib/runtime/tracing';
 
-/** GET /payments/{id}: the caller's own payment; anyone else's is indistinguishable from a missing one (404). */
+/**
+ * GET /payments/{id}: the caller's own payment; anyone else's is indistinguishable from a missing one (404). Behind an
+ * API Gateway REST or HTTP API, which both route `{id}` into `pathParameters`.
+ */
 const logger = new Logger({ serviceName: 'payments' });
 const payments = paymentsStore();
 
-async function getPaymentHandler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
+type ApiGatewayEvent = APIGatewayProxyEvent | APIGatewayProxyEventV2;
+
+async function getPaymentHandler(event: ApiGatewayEvent): Promise<APIGatewayProxyResult> {
   const accountId = requireAccountId(event);
   const paymentId = event.pathParameters?.id;
   // An id that can't be ours is not looked up: it is missing, whatever its size (DynamoDB refuses keys over its limit).
@@ -20,6 +31,6 @@ async function getPaymentHandler(event: APIGatewayProxyEvent): Promise<APIGatewa
   return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(payment) };
 }
 
-export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult>(getPaymentHandler)
+export const handler = middy<ApiGatewayEvent, HttpResult>(getPaymentHandler)
   .use(tracing('payments', [documentClient()]))
   .use(problemErrorHandler({ logger }));

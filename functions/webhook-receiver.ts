@@ -1,9 +1,16 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import middy from '@middy/core';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import { systemClock } from 'keystone-idempotency/engine';
-import { httpIdempotency, problemErrorHandler, validateJsonBody, type WithBody } from 'keystone-idempotency/http';
+import {
+  type HttpEvent,
+  type HttpResult,
+  httpIdempotency,
+  problemErrorHandler,
+  validateJsonBody,
+  type WithBody,
+} from 'keystone-idempotency/http';
 import { sqsMessageBody } from 'keystone-idempotency/sqs';
 import { MetricService } from '../lib/metrics/definitions';
 import { idempotencyStore } from '../lib/payments/config';
@@ -29,7 +36,7 @@ const secret = secretFromEnv('PROCESSOR_WEBHOOK_SECRET');
 
 type WebhookContext = Context & WithBody<ChargeSucceededEvent>;
 
-async function receiveWebhook(_event: APIGatewayProxyEvent, context: WebhookContext): Promise<APIGatewayProxyResult> {
+async function receiveWebhook(_event: HttpEvent, context: WebhookContext): Promise<APIGatewayProxyResult> {
   const event = context.body;
   await sqs.send(
     new SendMessageCommand({
@@ -43,7 +50,7 @@ async function receiveWebhook(_event: APIGatewayProxyEvent, context: WebhookCont
   return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(acknowledgement) };
 }
 
-export const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, WebhookContext>(receiveWebhook)
+export const handler = middy<HttpEvent, HttpResult, Error, WebhookContext>(receiveWebhook)
   .use(tracing('webhooks', [documentClient(), sqs]))
   .use(publishMetrics(metrics))
   .use(problemErrorHandler({ logger }))

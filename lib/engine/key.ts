@@ -85,3 +85,32 @@ export function scopedKey(scope: KeyScope): string {
   if (scope.accountId.length === 0) throw new InvalidKeyError('a key must be scoped to an account', 'missing');
   return `${encodeURIComponent(scope.accountId)}|${encodeURIComponent(scope.operation)}|${scope.key}`;
 }
+
+/**
+ * A stored key in two parts, for a store whose primary key has two columns (PostgreSQL's `(scope, key)`), so that a
+ * team can list and query keys per account: `scope` is `urlencode(account)|urlencode(operation)`, everything up to
+ * the second separator, and `clientKey` the client's own key, however many separators it holds. A key with fewer
+ * than two separators (not made by {@link scopedKey}) has the empty scope and is its own client key.
+ * {@link joinScopedKey} gives the stored key back exactly: two different keys never split alike.
+ *
+ * @example
+ * splitScopedKey(scopedKey({ accountId: 'acct_1', operation: 'POST /payments', key: 'a|b' }));
+ * // { scope: 'acct_1|POST%20%2Fpayments', clientKey: 'a|b' }
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
+ */
+export function splitScopedKey(stored: string): { readonly scope: string; readonly clientKey: string } {
+  const first = stored.indexOf('|');
+  const second = first < 0 ? -1 : stored.indexOf('|', first + 1);
+  if (second < 0) return { scope: '', clientKey: stored };
+  return { scope: stored.slice(0, second), clientKey: stored.slice(second + 1) };
+}
+
+/**
+ * The stored key a {@link splitScopedKey} came from.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
+ */
+export function joinScopedKey(scope: string, clientKey: string): string {
+  return scope === '' ? clientKey : `${scope}|${clientKey}`;
+}

@@ -1,8 +1,8 @@
 import type middy from '@middy/core';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { HttpProblem } from './errors.js';
-import { header } from './headers.js';
+import { type HttpEvent, type HttpResult, requestHeader } from './front-door.js';
 import { ProblemType, problemResponse } from './problem.js';
+import { respondAs } from './response.js';
 
 export interface ProblemErrorHandlerOptions {
   /** Where unexpected errors are reported. Never the response: a 5xx body carries no internals. */
@@ -13,34 +13,46 @@ export interface ProblemErrorHandlerOptions {
  * Turns any error into an RFC 9457 response: an {@link HttpProblem} below 500 as itself, everything else as a
  * generic 500 whose body says nothing about the cause (no stack, no SDK message). Register it FIRST so its
  * `onError` runs last, after inner middlewares (such as the idempotency release) have had their say.
+ *
+ * Being the outermost HTTP middleware, it also writes the handler's own answer in the format of the front door the
+ * request came through (`respondAs`): a handler that returns a REST API's proxy result answers an HTTP API, a
+ * function URL and an ALB target in theirs (an ALB's `statusDescription`, payload 2.0's `cookies`).
  */
 export function problemErrorHandler(
   options: ProblemErrorHandlerOptions = {},
-): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
+): middy.MiddlewareObj<HttpEvent, HttpResult> {
   const logger = options.logger ?? console;
   return {
+    after: async function problemErrorHandlerAfter(request) {
+      request.response = respondAs(request.event, request.response) as HttpResult;
+    },
     onError: async function problemErrorHandlerOnError(request) {
-      if (request.response !== undefined) return; // an inner middleware already answered
+      if (request.response !== undefined) {
+        // An inner middleware already answered.
+        request.response = respondAs(request.event, request.response) as HttpResult;
+        return;
+      }
       const error = request.error;
       if (error instanceof HttpProblem && error.expose) {
-        request.response = problemResponse(error.toProblem(), error.headers);
+        request.response = respondAs(request.event, problemResponse(error.toProblem(), error.headers)) as HttpResult;
         return;
       }
       logger.error('unhandled error', { error: describe(error), requestId: request.context?.awsRequestId });
-      request.response = problemResponse({
+      const response = problemResponse({
         type: ProblemType.internal,
         title: 'Internal Server Error',
         status: error instanceof HttpProblem ? error.status : 500,
         detail: `The request could not be completed. ${retryAdvice(request.event)}`,
       });
-      if (error instanceof HttpProblem) Object.assign(request.response.headers ?? {}, error.headers);
+      if (error instanceof HttpProblem) Object.assign(response.headers ?? {}, error.headers);
+      request.response = respondAs(request.event, response) as HttpResult;
     },
   };
 }
 
 /** The advice fits the request: only one that carried an Idempotency-Key is told to reuse it. */
-function retryAdvice(event: APIGatewayProxyEvent | undefined): string {
-  return header(event?.headers, 'Idempotency-Key') !== undefined
+function retryAdvice(event: HttpEvent | undefined): string {
+  return event && requestHeader(event, 'Idempotency-Key') !== undefined
     ? 'It is safe to retry with the same Idempotency-Key.'
     : 'It is safe to retry.';
 }

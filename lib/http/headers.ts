@@ -1,4 +1,7 @@
-/** HTTP header names are case-insensitive; API Gateway passes them as the client sent them. */
+/**
+ * One header from a `headers` map, by case-insensitive name (API Gateway passes names as the client sent them). To
+ * read a request's header from any front door, multi-value headers included, use `requestHeader(event, name)`.
+ */
 export function header(
   headers: Record<string, string | undefined> | null | undefined,
   name: string,
@@ -22,11 +25,12 @@ export class BodyEncodingError extends Error {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * The raw request body as text: API Gateway base64-encodes bodies it considers binary. Decoding is strict: bytes
+ * The raw request body as text, from any front door: each base64-encodes bodies it considers binary (API Gateway
+ * by its binary media types, function URLs and ALBs by content type). Decoding is strict: bytes
  * that are not UTF-8 throw {@link BodyEncodingError} rather than become U+FFFD, which would make two different
  * bodies the same text (and the same fingerprint).
  */
-export function rawBody(event: { body: string | null; isBase64Encoded?: boolean }): string | null {
+export function rawBody(event: { body?: string | null; isBase64Encoded?: boolean }): string | null {
   if (event.body === null || event.body === undefined) return null;
   if (!event.isBase64Encoded) return event.body;
   try {

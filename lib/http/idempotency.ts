@@ -1,34 +1,46 @@
 import { IDEMPOTENCY_KEY } from '@aws-lambda-powertools/commons';
 import type middy from '@middy/core';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { IdempotencyStore } from '../engine/contract.js';
 import { InvalidKeyError } from '../engine/errors.js';
 import { fingerprint } from '../engine/fingerprint.js';
 import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
 import type { AttemptEnd, ClaimedOperation, IdempotencyHandle, Settlement } from '../engine/operation.js';
-import type { IdempotencyRecord, StoredResponse } from '../engine/record.js';
+import type { IdempotencyRecord } from '../engine/record.js';
 import { beginOperation } from '../engine/run.js';
 import { accountIdOf } from './account.js';
 import { answersEarly } from './early-response.js';
-import { BodyEncodingError, header, rawBody } from './headers.js';
+import { frontDoorOf, type HttpEvent, type HttpResult, requestHeader, requestOperation } from './front-door.js';
+import { BodyEncodingError, rawBody } from './headers.js';
 import { IdempotencyMetric } from './metrics.js';
 import { ProblemType, problemResponse } from './problem.js';
+import { fromStored, type HttpResponse, readResponse, respondAs, toStored, writeResponse } from './response.js';
 
 /** The context a handler sees under {@link httpIdempotency}: the operation's handle (defined by the engine). */
 export type WithIdempotency<TEffect> = { idempotency: IdempotencyHandle<TEffect> };
 
-export interface HttpIdempotencyOptions<TEffect> {
+/**
+ * `TEvent` is the event type the callbacks below are given: any front door's ({@link HttpEvent}) unless a callback
+ * names one (a REST-only function's `(event: APIGatewayProxyEvent) => ...` keeps compiling).
+ */
+export interface HttpIdempotencyOptions<TEffect, TEvent extends HttpEvent = HttpEvent> {
   readonly store: IdempotencyStore<TEffect>;
-  /** The tenant, from the authorizer. Default: {@link accountIdOf} (`requestContext.authorizer.accountId`). */
-  readonly accountId?: (event: APIGatewayProxyEvent) => string | undefined;
-  /** The operation the key belongs to. Default: `POST /payments` from the method and resource template. */
-  readonly operation?: (event: APIGatewayProxyEvent) => string;
+  /**
+   * The tenant, from the authorizer. Default: {@link accountIdOf}: a Lambda authorizer's `accountId`, a JWT's `sub`,
+   * an IAM caller's account; none behind an ALB, which passes no authorizer on (name it here).
+   */
+  readonly accountId?: (event: TEvent) => string | undefined;
+  /**
+   * The operation the key belongs to. Default: the method and route template (`POST /payments`: a REST API's
+   * resource, an HTTP API's route key), or the method and path where there is none (a function URL, an ALB).
+   */
+  readonly operation?: (event: TEvent) => string;
   readonly headerName?: string;
   /**
    * Where the client's key comes from when it isn't the Idempotency-Key header: a webhook's event id in the parsed
    * body, say. Return undefined for "missing" (a 400). Default: the header, parsed by `parseIdempotencyKey`.
    */
-  readonly key?: (event: APIGatewayProxyEvent, context: Context) => string | undefined;
+  readonly key?: (event: TEvent, context: Context) => string | undefined;
   /** Which handler responses are outcomes worth replaying. Default: 2xx, and 4xx except 408, 425 and 429. */
   readonly isStorable?: (statusCode: number) => boolean;
   /** Response headers kept with a stored response, besides Content-Type and Location. */
@@ -54,11 +66,12 @@ export interface HttpIdempotencyOptions<TEffect> {
    */
   readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
   /**
-   * Runs on every replay, with the response about to be sent (the stored one, `Idempotent-Replayed: true` added)
-   * and the operation's record; what it returns is sent. Powertools' `responseHook`: add headers to replays, say.
+   * Runs on every replay, with the response about to be sent (the stored one, `Idempotent-Replayed: true` added), in
+   * no front door's format, and the operation's record; what it returns is sent, written for the request's front
+   * door. Powertools' `responseHook`: add headers to replays, say (`headers` is a list of `[name, value]` fields).
    * Never runs for a response the handler produced.
    */
-  readonly responseHook?: (response: APIGatewayProxyResult, record: IdempotencyRecord) => APIGatewayProxyResult;
+  readonly responseHook?: (response: HttpResponse, record: IdempotencyRecord) => HttpResponse;
 }
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -72,7 +85,10 @@ export function defaultIsStorable(statusCode: number): boolean {
 }
 
 /**
- * Idempotency for an API Gateway handler, as a middy middleware.
+ * Idempotency for an HTTP handler, as a middy middleware, behind any front door: a REST API (payload 1.0), an HTTP API
+ * (payload 2.0), a function URL or an ALB target, told apart by the event. Headers are read case-insensitively, all
+ * their values included; base64 bodies are decoded (or fingerprinted as bytes); every answer, replays included, is
+ * written in the format the request's front door expects, whatever format the handler answered in.
  *
  * - before: validates the key (400), scopes it to the caller's account and operation, fingerprints the body, and
  *   claims it. A replay, an in-flight duplicate (409 + Retry-After) and a reused key (422) answer here, before the
@@ -89,14 +105,14 @@ export function defaultIsStorable(statusCode: number): boolean {
  *   .use(validateJsonBody(PaymentRequest))
  *   .use(httpIdempotency({ store }));
  */
-export function httpIdempotency<TEffect>(
-  options: HttpIdempotencyOptions<TEffect>,
-): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency<TEffect>> {
+export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
+  options: HttpIdempotencyOptions<TEffect, TEvent>,
+): middy.MiddlewareObj<TEvent, HttpResult, Error, Context & WithIdempotency<TEffect>> {
   const { store } = options;
   const headerName = options.headerName ?? 'Idempotency-Key';
   const keyOf = options.key;
   const tenantOf = options.accountId ?? accountIdOf;
-  const operationOf = options.operation ?? defaultOperation;
+  const operationOf = options.operation ?? requestOperation;
   const isStorable = options.isStorable ?? defaultIsStorable;
   const storedHeaders = new Set([
     ...ALWAYS_STORED_HEADERS,
@@ -124,7 +140,7 @@ export function httpIdempotency<TEffect>(
       }
       let key: string;
       try {
-        key = parseIdempotencyKey(keyOf ? keyOf(event, request.context) : header(event.headers, headerName));
+        key = parseIdempotencyKey(keyOf ? keyOf(event, request.context) : requestHeader(event, headerName));
       } catch (error) {
         if (!(error instanceof InvalidKeyError)) throw error;
         count(IdempotencyMetric.keyInvalid);
@@ -153,8 +169,8 @@ export function httpIdempotency<TEffect>(
       switch (began.kind) {
         case 'replay': {
           count(IdempotencyMetric.replayed);
-          const replay = replayOf(began.response);
-          return options.responseHook ? options.responseHook(replay, began.record) : replay;
+          const replay = fromStored(began.response, { [REPLAYED_HEADER]: 'true' });
+          return writeResponse(options.responseHook ? options.responseHook(replay, began.record) : replay, event);
         }
         case 'in_flight':
           count(IdempotencyMetric.inFlight);
@@ -182,9 +198,12 @@ export function httpIdempotency<TEffect>(
       const operation = operations.get(request);
       if (!operation) return;
       operations.delete(request);
-      const response = request.response;
+      const { event } = request;
+      // Whatever format the handler answered in, it is read as one response and written back in the request's.
+      const response = readResponse(request.response, frontDoorOf(event));
+      if (response) request.response = writeResponse(response, event);
       // The engine's policy: a deterministic answer commits with the staged effects; anything else releases the key.
-      const storable = response && typeof response.statusCode === 'number' && isStorable(response.statusCode);
+      const storable = response !== undefined && isStorable(response.statusCode);
       const settled = await settle(
         operation,
         storable ? { kind: 'outcome', response: toStored(response, storedHeaders) } : { kind: 'transient' },
@@ -198,7 +217,10 @@ export function httpIdempotency<TEffect>(
           // will finish the operation under the same downstream key. Send the client back for that result.
           count(IdempotencyMetric.leaseLost);
           logger.warn('lease lost before commit; response discarded', { key: operation.lease.key });
-          request.response = inFlight(1000, 'This request was superseded by a retry of the same operation.');
+          request.response = respondAs(
+            event,
+            inFlight(1000, 'This request was superseded by a retry of the same operation.'),
+          ) as HttpResult;
           return;
         case 'released':
           // The commit itself failed (the key is released now): the error goes on to the problem handler.
@@ -233,8 +255,8 @@ export function httpIdempotency<TEffect>(
  * gets this far with one) are hashed as sent, tagged so they can't pass for text: decoded, they would all turn into
  * U+FFFD and two different bodies would share one fingerprint.
  */
-function fingerprintedBody(event: APIGatewayProxyEvent): { body: string | null; contentType: string | undefined } {
-  const contentType = header(event.headers, 'content-type');
+function fingerprintedBody(event: HttpEvent): { body: string | null; contentType: string | undefined } {
+  const contentType = requestHeader(event, 'content-type');
   try {
     return { body: rawBody(event), contentType };
   } catch (error) {
@@ -243,35 +265,9 @@ function fingerprintedBody(event: APIGatewayProxyEvent): { body: string | null; 
   }
 }
 
-function defaultOperation(event: APIGatewayProxyEvent): string {
-  return `${event.httpMethod} ${event.resource}`;
-}
-
-function replayOf(stored: StoredResponse): APIGatewayProxyResult {
-  return {
-    statusCode: stored.statusCode,
-    headers: { ...stored.headers, [REPLAYED_HEADER]: 'true' },
-    body: stored.body,
-    ...(stored.isBase64Encoded ? { isBase64Encoded: true } : {}),
-  };
-}
-
 function inFlight(retryAfterMs: number, detail: string): APIGatewayProxyResult {
   return problemResponse(
     { type: ProblemType.requestInFlight, title: 'Request in flight', status: 409, detail },
     { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
   );
-}
-
-function toStored(response: APIGatewayProxyResult, keep: ReadonlySet<string>): StoredResponse {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(response.headers ?? {})) {
-    if (keep.has(name.toLowerCase())) headers[name] = String(value);
-  }
-  return {
-    statusCode: response.statusCode,
-    body: response.body ?? '',
-    headers,
-    ...(response.isBase64Encoded ? { isBase64Encoded: true } : {}),
-  };
 }

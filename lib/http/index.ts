@@ -1,11 +1,24 @@
-/** The HTTP adapter: middy middlewares for API Gateway handlers, and RFC 9457 problem responses. */
+/**
+ * The HTTP adapter: middy middlewares for HTTP handlers behind any front door (API Gateway REST and HTTP APIs, function
+ * URLs, ALB targets), and RFC 9457 problem responses.
+ */
 
 /** The handle a handler sees is the engine's, the same for every adapter. */
 export type { IdempotencyHandle } from '../engine/operation.js';
-export { accountIdOf, requireAccountId } from './account.js';
+export { type Authorizer, accountIdOf, authorizerOf, requireAccountId } from './account.js';
 export { answersEarly } from './early-response.js';
 export { problemErrorHandler } from './error-handler.js';
 export { HttpProblem } from './errors.js';
+export {
+  type FrontDoor,
+  frontDoorOf,
+  type HttpEvent,
+  type HttpResult,
+  requestCookies,
+  requestHeader,
+  requestMethod,
+  requestOperation,
+} from './front-door.js';
 export { header, rawBody } from './headers.js';
 export {
   defaultIsStorable,
@@ -27,4 +40,5 @@ export {
   problemResponse,
   problemType,
 } from './problem.js';
+export { type HeaderField, type HttpResponse, readResponse, respondAs, writeResponse } from './response.js';
 export { validateJsonBody, type WithBody } from './validate-body.js';

@@ -11,7 +11,7 @@ export type LambdaHandler<TEvent, TResult> = (event: TEvent, context: Context) =
  *
  * @example
  * export const handler = lambdaHandler(
- *   middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, OrderContext>(createOrder)
+ *   middy<HttpEvent, HttpResult, Error, OrderContext>(createOrder)
  *     .use(problemErrorHandler())
  *     .use(validateJsonBody(Order))
  *     .use(httpIdempotency({ store })),

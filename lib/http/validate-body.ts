@@ -1,8 +1,9 @@
 import type middy from '@middy/core';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { $ZodType, output } from 'zod/v4/core';
 import { answersEarly } from './early-response.js';
-import { BodyEncodingError, charsetOf, header, rawBody } from './headers.js';
+import { type HttpEvent, type HttpResult, requestHeader } from './front-door.js';
+import { BodyEncodingError, charsetOf, rawBody } from './headers.js';
 import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem.js';
 
 /** zod's parser, loaded with zod the first time a body is validated: see zod-parse.ts. */
@@ -16,14 +17,15 @@ export type WithBody<T> = { body: T };
  * every problem and never reaches the idempotency store (the key stays free for the corrected request).
  * The raw `event.body` is left as sent: the fingerprint is computed from it. Takes any zod 4 schema, classic or
  * `zod/mini`: it parses through zod's core, so a function bundles only the schema flavour it uses. zod itself is
- * loaded on the first validation, so the rest of the HTTP adapter works without it installed.
+ * loaded on the first validation, so the rest of the HTTP adapter works without it installed. Serves every front
+ * door (a REST API, an HTTP API, a function URL, an ALB target), base64 bodies included, and answers each in its format.
  */
 export function validateJsonBody<S extends $ZodType>(
   schema: S,
-): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithBody<output<S>>> {
+): middy.MiddlewareObj<HttpEvent, HttpResult, Error, Context & WithBody<output<S>>> {
   return {
     before: answersEarly(async function validateJsonBodyBefore(request) {
-      const contentType = header(request.event.headers, 'content-type');
+      const contentType = requestHeader(request.event, 'content-type');
       if (contentType !== undefined && !/^application\/([a-z0-9.+-]+\+)?json\b/i.test(contentType)) {
         return invalid('The body must be JSON (Content-Type: application/json).', [
           { path: '', message: `unsupported content type ${JSON.stringify(contentType)}` },

@@ -1,5 +1,4 @@
 import { Duration, Stack } from 'aws-cdk-lib';
-import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import {
   Alarm,
   ComparisonOperator,
@@ -16,6 +15,7 @@ import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscrip
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { MetricService, RecoveryBacklogMetric } from '../metrics/definitions';
+import type { ApiMetrics } from './api';
 import type { AlarmSubscription, EnvironmentConfig } from './environments';
 import { type PublishedMetrics, serviceMetric } from './service-metrics';
 
@@ -24,7 +24,7 @@ export interface OperationalAlarmsProps {
   readonly functions: readonly { readonly id: string; readonly function: IFunction }[];
   readonly queue: IQueue;
   readonly deadLetterQueue: IQueue;
-  readonly api: RestApi;
+  readonly api: ApiMetrics;
   /** Every function's own metrics: each outcome alarm in the environment's settings is raised for each emitter. */
   readonly published: readonly PublishedMetrics[];
 }

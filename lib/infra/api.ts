@@ -28,6 +28,9 @@ import type { RouteTrigger } from './functions';
 /** The one stage; each environment has its own API, so the stage names a version, not an environment. */
 export const STAGE_NAME = 'v1';
 
+/** What the alarms and the dashboard read of the API, REST or HTTP: its request, error and latency metrics. */
+export type ApiMetrics = Pick<RestApi, 'metricCount' | 'metricClientError' | 'metricServerError' | 'metricLatency'>;
+
 /** A route and the function behind it. */
 export interface ApiRoute {
   readonly id: string;
@@ -38,7 +41,7 @@ export interface ApiRoute {
 export interface PaymentsApiProps {
   readonly config: EnvironmentConfig;
   readonly routes: readonly ApiRoute[];
-  /** The TOKEN authorizer's function; required when a route asks for `token` authorization. */
+  /** The authorizer's function; required when a route asks for `token` authorization. */
   readonly authorizer?: IFunction;
 }
 
@@ -78,7 +81,8 @@ const ACCESS_LOG_FIELDS = {
 export const AUTHORIZATION_HEADER_PATTERN = '^[Bb][Ee][Aa][Rr][Ee][Rr][ \t]+[!-~]+$';
 
 /**
- * The payments REST API: one method per route, each a Lambda proxy integration.
+ * The payments REST API, every environment's unless it sets `api: 'http'` (see `PaymentsHttpApi`): one method per
+ * route, each a Lambda proxy integration.
  *
  * Why a REST API and not an HTTP API: a Lambda TOKEN authorizer whose result API Gateway caches per key, request
  * validation before a function runs, WAF, and gateway responses shaped as problem+json. There are no usage plans:

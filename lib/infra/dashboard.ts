@@ -1,16 +1,16 @@
 import { Duration, Stack } from 'aws-cdk-lib';
-import type { RestApi } from 'aws-cdk-lib/aws-apigateway';
 import { Dashboard, GraphWidget, type IMetric, TextWidget } from 'aws-cdk-lib/aws-cloudwatch';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { MetricService, metricsNamespace, RecoveryBacklogMetric } from '../metrics/definitions';
+import type { ApiMetrics } from './api';
 import type { EnvironmentConfig } from './environments';
 import { type PublishedMetrics, serviceMetric } from './service-metrics';
 
 export interface OperationsDashboardProps {
   readonly config: EnvironmentConfig;
-  readonly api: RestApi;
+  readonly api: ApiMetrics;
   readonly functions: readonly { readonly id: string; readonly function: IFunction }[];
   readonly published: readonly PublishedMetrics[];
   readonly queue: IQueue;

@@ -14,6 +14,17 @@ export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
 
 export type FirewallAction = 'count' | 'block';
 
+/**
+ * The API Gateway in front of the functions (the functions serve either unchanged):
+ * - `rest`, the default: a REST API with the TOKEN authorizer, request validation before a function runs, WAF (the
+ *   per-key and per-IP rate rules), and API Gateway's own errors shaped as problem+json;
+ * - `http`: an HTTP API (payload 2.0) with a Lambda REQUEST authorizer (simple responses, cached per key). Cheaper per
+ *   request and faster, but with no WAF (`firewall` does not apply), no request validation (the functions validate
+ *   every body themselves, as they do behind the REST API) and API Gateway's own errors in its own JSON.
+ */
+export const API_KINDS = ['rest', 'http'] as const;
+export type ApiKind = (typeof API_KINDS)[number];
+
 /** An idempotency or recovery outcome metric to alarm on, by its name in `lib/metrics/definitions.ts`. */
 export interface OutcomeAlarm {
   readonly metric: IdempotencyMetricName | RecoveryMetricName;
@@ -50,8 +61,10 @@ export interface EnvironmentConfig {
   readonly logRetention: RetentionDays;
   /** Powertools `LOG_LEVEL`. */
   readonly logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
-  /** X-Ray active tracing on every function and on the API stage. */
+  /** X-Ray active tracing on every function and on the API stage (a REST API's: HTTP APIs have none). */
   readonly tracing: boolean;
+  /** The API in front of the functions ({@link ApiKind}); `-c api=http` overrides it for one synth or deploy. */
+  readonly api: ApiKind;
   readonly idempotency: {
     /** How long a claim (IN_PROGRESS record) is owned before a retry may take it over. */
     readonly leaseSeconds: number;
@@ -78,7 +91,8 @@ export interface EnvironmentConfig {
   /** Stage-wide API Gateway throttling (token bucket: steady requests per second, and burst). */
   readonly throttling: { readonly rateLimit: number; readonly burstLimit: number };
   /**
-   * WAF rate-based rules, in WAF's unit: requests in any 5-minute window (200 requests per second = 60,000).
+   * WAF rate-based rules, in WAF's unit: requests in any 5-minute window (200 requests per second = 60,000). A REST
+   * API's only: WAF can't be attached to an HTTP API.
    * `count` only counts (the rule's CloudWatch metric shows who would have been blocked): how a new rule starts in an
    * environment with real traffic, before it is switched to `block`.
    */
@@ -118,7 +132,8 @@ export interface EnvironmentConfig {
    * API Gateway writes execution logs through one role per account and region, an account-wide setting: a choice per
    * account, not per stack. 'account-stack': the app builds `Keystone-apigateway-account` (one per account and region,
    * shared by every environment there) and this environment's stack depends on it. 'existing': the account's role is
-   * managed elsewhere (another team's stack, the console); deploying fails while the account has none.
+   * managed elsewhere (another team's stack, the console); deploying fails while the account has none. Only a REST
+   * API writes execution logs: an environment on an HTTP API needs no such role.
    */
   readonly apiGatewayLoggingRole: 'account-stack' | 'existing';
   readonly alarms: {
@@ -178,6 +193,7 @@ const shared = {
     processorMilliseconds: 8_000,
   },
   apiGatewayLoggingRole: 'account-stack',
+  api: 'rest',
 } as const satisfies Partial<EnvironmentConfig>;
 
 /** The idempotency and recovery outcomes that page, with the thresholds that differ per environment. */
@@ -347,4 +363,19 @@ export function selectEnvironments(requested: unknown): EnvironmentConfig[] {
 
 function isEnvironmentName(value: string): value is EnvironmentName {
   return (ENVIRONMENT_NAMES as readonly string[]).includes(value);
+}
+
+/**
+ * The environments with the API kind the CDK context value `api` asks for (`cdk synth -c env=dev -c api=http`), or
+ * as configured when it is absent.
+ *
+ * @example
+ * const configs = withApiKind(selectEnvironments(app.node.tryGetContext('env')), app.node.tryGetContext('api'));
+ */
+export function withApiKind(configs: readonly EnvironmentConfig[], requested: unknown): EnvironmentConfig[] {
+  if (requested === undefined || requested === null || requested === '') return [...configs];
+  if (typeof requested === 'string' && (API_KINDS as readonly string[]).includes(requested)) {
+    return configs.map((config) => ({ ...config, api: requested as ApiKind }));
+  }
+  throw new Error(`Unknown API ${JSON.stringify(requested)} in context 'api': expected one of ${API_KINDS.join(', ')}`);
 }

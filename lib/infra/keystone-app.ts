@@ -21,7 +21,8 @@ export function addKeystoneStacks(app: App, configs: readonly EnvironmentConfig[
   const accounts = new Map<string, ApiGatewayAccountStack>();
   const environments = configs.map((config) => {
     const stack = new PaymentsStack(app, config.stackName, { config });
-    if (config.apiGatewayLoggingRole === 'account-stack') {
+    // Only a REST API writes execution logs through the account's role; an HTTP API's access logs need none.
+    if (config.apiGatewayLoggingRole === 'account-stack' && config.api === 'rest') {
       const key = accountKey(config);
       let account = accounts.get(key);
       if (!account) {

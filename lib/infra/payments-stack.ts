@@ -12,6 +12,7 @@ import { OperationsDashboard } from './dashboard';
 import type { EnvironmentConfig } from './environments';
 import { ApiFirewall } from './firewall';
 import { FunctionEnv, type FunctionSpec, serviceFunctions } from './functions';
+import { PaymentsHttpApi } from './http-api';
 import { assertLimits } from './limits';
 import { ServiceFunction } from './service-function';
 import { publishedMetrics } from './service-metrics';
@@ -34,7 +35,8 @@ export class PaymentsStack extends Stack {
   readonly settlement: SettlementQueue;
   readonly webhookSecret: Secret;
   readonly functions: ReadonlyMap<string, ServiceFunction>;
-  readonly api: PaymentsApi;
+  /** The REST API, or the HTTP API where the environment asks for one (`api: 'http'`). */
+  readonly api: PaymentsApi | PaymentsHttpApi;
   readonly alarms: OperationalAlarms;
   readonly dashboard: OperationsDashboard;
 
@@ -79,21 +81,28 @@ export class PaymentsStack extends Stack {
     this.functions = functions;
 
     const authorizers = specs.filter((spec) => spec.trigger.kind === 'authorizer');
-    if (authorizers.length > 1) throw new Error(`One TOKEN authorizer per API, got ${authorizers.map((s) => s.id)}`);
-    this.api = new PaymentsApi(this, 'Api', {
+    if (authorizers.length > 1) throw new Error(`One authorizer per API, got ${authorizers.map((s) => s.id)}`);
+    const apiProps = {
       config,
       routes: specs.flatMap((spec) =>
         spec.trigger.kind === 'route' ? [{ id: spec.id, trigger: spec.trigger, handler: this.fn(spec) }] : [],
       ),
       authorizer: authorizers[0] && this.fn(authorizers[0]),
-    });
-    new ApiFirewall(this, 'Firewall', {
-      stage: this.api.api.deploymentStage,
-      config,
-      exemptFromIpLimit: specs.flatMap(({ trigger }) =>
-        trigger.kind === 'route' && trigger.exemptFromIpRateLimit ? [trigger] : [],
-      ),
-    });
+    };
+    if (config.api === 'http') {
+      // WAF can't be attached to an HTTP API: the stage throttle is its only rate limit.
+      this.api = new PaymentsHttpApi(this, 'HttpApi', apiProps);
+      new CfnOutput(this, 'HttpApiUrl', { value: this.api.url, description: "The HTTP API's base URL" });
+    } else {
+      this.api = new PaymentsApi(this, 'Api', apiProps);
+      new ApiFirewall(this, 'Firewall', {
+        stage: this.api.api.deploymentStage,
+        config,
+        exemptFromIpLimit: specs.flatMap(({ trigger }) =>
+          trigger.kind === 'route' && trigger.exemptFromIpRateLimit ? [trigger] : [],
+        ),
+      });
+    }
 
     for (const spec of specs) {
       if (spec.trigger.kind !== 'schedule') continue;
@@ -134,7 +143,7 @@ export class PaymentsStack extends Stack {
       description: 'Every alarm of this environment is sent here; subscribe a pager or an address to it',
     });
 
-    // The API's URL is an output already: RestApi adds one (ApiEndpoint...).
+    // The REST API's URL is an output already: RestApi adds one (ApiEndpoint...); the HTTP API's is HttpApiUrl.
     new CfnOutput(this, 'WebhookSecretArn', {
       value: this.webhookSecret.secretArn,
       description: 'Put the processor signing key here before the first webhook arrives',

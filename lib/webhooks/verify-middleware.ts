@@ -1,7 +1,14 @@
 import type middy from '@middy/core';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { Clock } from 'keystone-idempotency/engine';
-import { answersEarly, header, ProblemType, problemResponse, rawBody } from 'keystone-idempotency/http';
+import {
+  answersEarly,
+  type HttpEvent,
+  type HttpResult,
+  ProblemType,
+  problemResponse,
+  rawBody,
+  requestHeader,
+} from 'keystone-idempotency/http';
 import { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, verifySignature } from './signature';
 
 export interface VerifyWebhookOptions {
@@ -15,14 +22,12 @@ export interface VerifyWebhookOptions {
  * Rejects a webhook whose signature is missing, forged or stale with 401, before its body is parsed or anything is
  * stored: an unauthenticated request must not be able to claim an event id.
  */
-export function verifyWebhookSignature(
-  options: VerifyWebhookOptions,
-): middy.MiddlewareObj<APIGatewayProxyEvent, APIGatewayProxyResult> {
+export function verifyWebhookSignature(options: VerifyWebhookOptions): middy.MiddlewareObj<HttpEvent, HttpResult> {
   return {
     // A 401 ends the chain: the cleanups other middlewares registered (a metrics flush) run first.
     before: answersEarly(async function verifyWebhookSignatureBefore(request) {
       const verdict = verifySignature({
-        header: header(request.event.headers, SIGNATURE_HEADER),
+        header: requestHeader(request.event, SIGNATURE_HEADER),
         rawBody: rawBody(request.event) ?? '',
         secret: await options.secret(),
         nowSeconds: Math.floor(options.clock.now() / 1000),

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { InvalidKeyError } from '../../lib/engine/errors';
-import { parseIdempotencyKey, scopedKey } from '../../lib/engine/key';
+import { joinScopedKey, parseIdempotencyKey, scopedKey, splitScopedKey } from '../../lib/engine/key';
 
 describe('parseIdempotencyKey', () => {
   it('accepts a UUID as it is', () => {
@@ -73,5 +73,35 @@ describe('scopedKey', () => {
 
   it('refuses an empty account: nothing is stored unscoped', () => {
     expect(() => scopedKey({ accountId: '', operation: 'POST /x', key: 'k' })).toThrow(InvalidKeyError);
+  });
+});
+
+describe('splitScopedKey', () => {
+  it('splits a scoped key into its scope (account and operation) and the client key, separators and all', () => {
+    const stored = scopedKey({ accountId: 'acct|1', operation: 'POST /payments', key: 'order|42|b' });
+    expect(splitScopedKey(stored)).toEqual({ scope: 'acct%7C1|POST%20%2Fpayments', clientKey: 'order|42|b' });
+  });
+
+  it('gives every key back exactly, and never splits two keys alike', () => {
+    const text = fc.string({ unit: fc.constantFrom('a', 'b', '|', '%'), maxLength: 8 });
+    fc.assert(
+      fc.property(text, text, (one, two) => {
+        const a = splitScopedKey(one);
+        const b = splitScopedKey(two);
+        expect(joinScopedKey(a.scope, a.clientKey)).toBe(one);
+        return (a.scope === b.scope && a.clientKey === b.clientKey) === (one === two);
+      }),
+    );
+  });
+
+  it('gives a key made without a scope the empty scope', () => {
+    expect(splitScopedKey('plain')).toEqual({ scope: '', clientKey: 'plain' });
+    expect(splitScopedKey('one|separator')).toEqual({ scope: '', clientKey: 'one|separator' });
+  });
+
+  it('puts the keys of one account and operation under one scope', () => {
+    const scope = (key: string) => splitScopedKey(scopedKey({ accountId: 'acct_1', operation: 'op', key })).scope;
+    expect(scope('k1')).toBe(scope('k2|x'));
+    expect(scope('k1')).not.toBe(splitScopedKey(scopedKey({ accountId: 'acct_2', operation: 'op', key: 'k1' })).scope);
   });
 });

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { APIGatewayProxyResult } from 'aws-lambda';
 import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
 import { fingerprint, scopedKey } from 'keystone-idempotency/engine';
+import type { HttpEvent } from 'keystone-idempotency/http';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { apiEvent, lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
+import { httpApiEvent, lambdaCaller } from '../support/front-door-events';
 
 /**
  * The payments function as Lambda runs it: its own middy composition (problem handler, body validation, the
@@ -39,16 +41,15 @@ afterAll(() => sandbox?.close());
 type Published = Record<string, unknown>;
 
 /** Runs one invocation and returns the EMF documents written to stdout while it ran, and its response. */
-async function invoke(
-  event: APIGatewayProxyEvent,
-): Promise<{ response: APIGatewayProxyResult; published: Published[] }> {
+async function invoke(event: HttpEvent): Promise<{ response: APIGatewayProxyResult; published: Published[] }> {
   const lines: string[] = [];
   const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     lines.push(...String(chunk).split('\n'));
     return true;
   });
   try {
-    const response = await handler(event, lambdaContext());
+    // A REST API's or an HTTP API's event: either answer has a status, headers and a body (payload 2.0 no more).
+    const response = (await handler(event, lambdaContext())) as APIGatewayProxyResult;
     return { response, published: lines.flatMap(emf) };
   } finally {
     write.mockRestore();
@@ -121,5 +122,34 @@ describe('the payments function, composed as deployed', () => {
     const { response, published } = await invoke(post(randomUUID(), { amount: -1 }));
     expect(response.statusCode).toBe(400);
     expect(published).toEqual([]);
+  });
+});
+
+describe('the payments function behind an HTTP API (payload 2.0)', () => {
+  const viaHttpApi = (key: string, payload: unknown = body()) =>
+    httpApiEvent({ body: payload, headers: { 'Idempotency-Key': key } }, lambdaCaller(ACCOUNT));
+
+  it('charges, answers in payload 2.0, and replays: also a key first sent through the REST API', async () => {
+    const key = randomUUID();
+    const created = await invoke(viaHttpApi(key));
+    expect(created.response.statusCode).toBe(201);
+    expect(created.response).not.toHaveProperty('multiValueHeaders');
+    expect(created.response.headers?.Location).toMatch(/^\/payments\/pay_/);
+    const replay = await invoke(viaHttpApi(key));
+    expect(replay.response.body).toBe(created.response.body);
+    expect(replay.response.headers?.['Idempotent-Replayed']).toBe('true');
+
+    const viaRest = randomUUID();
+    const first = await invoke(post(viaRest));
+    const again = await invoke(viaHttpApi(viaRest));
+    expect(again.response.body).toBe(first.response.body);
+    expect(again.published).toEqual([{ IdempotencyReplayed: 1 }]);
+  });
+
+  it('answers the key reused with another body with 422, and a bad body with 400', async () => {
+    const key = randomUUID();
+    await invoke(viaHttpApi(key));
+    expect((await invoke(viaHttpApi(key, body(1)))).response.statusCode).toBe(422);
+    expect((await invoke(viaHttpApi(randomUUID(), { amount: -1 }))).response.statusCode).toBe(400);
   });
 });

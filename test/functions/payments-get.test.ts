@@ -1,7 +1,8 @@
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult } from 'aws-lambda';
 import { apiEvent, lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 import { type DynamoDbFaultProxy, DynamoDbTarget, startDynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
+import { httpApiEvent, lambdaCaller } from '../support/front-door-events';
 
 /**
  * GET /payments/{id}, the deployed handler itself, with its DynamoDB traffic seen through a recording proxy: an id
@@ -10,7 +11,10 @@ import { type DynamoDbFaultProxy, DynamoDbTarget, startDynamoDbFaultProxy } from
  */
 const db = testDatabase();
 let proxy: DynamoDbFaultProxy;
-let handler: (event: APIGatewayProxyEvent, context: ReturnType<typeof lambdaContext>) => Promise<APIGatewayProxyResult>;
+let handler: (
+  event: APIGatewayProxyEvent | APIGatewayProxyEventV2,
+  context: ReturnType<typeof lambdaContext>,
+) => Promise<APIGatewayProxyResult>;
 
 beforeAll(async () => {
   proxy = await startDynamoDbFaultProxy(process.env.DYNAMODB_ENDPOINT!);
@@ -57,5 +61,17 @@ describe('GET /payments/{id}', () => {
     const before = lookups();
     expect((await get(`pay_${'0'.repeat(24)}`)).statusCode).toBe(404);
     expect(lookups()).toBe(before + 1);
+  });
+
+  it('reads the id and the account from an HTTP API’s event (payload 2.0) too', async () => {
+    const id = `pay_${'1'.repeat(24)}`;
+    const spec = { method: 'GET', route: '/payments/{id}', path: `/payments/${id}`, pathParameters: { id } };
+    const before = lookups();
+    const response = await handler(httpApiEvent(spec, lambdaCaller('acct_g')), lambdaContext());
+    expect(response.statusCode).toBe(404);
+    expect(response).not.toHaveProperty('multiValueHeaders');
+    expect(lookups()).toBe(before + 1);
+    const unauthenticated = await handler(httpApiEvent(spec, { kind: 'none' }), lambdaContext());
+    expect(unauthenticated.statusCode).toBe(401);
   });
 });

@@ -152,7 +152,7 @@ describe('httpIdempotency', () => {
     const h = harness({
       responseHook: (response, record) => {
         hooked.push(record.attempt);
-        return { ...response, headers: { ...response.headers, 'X-Replayed-Attempt': String(record.attempt) } };
+        return { ...response, headers: [...response.headers, ['X-Replayed-Attempt', String(record.attempt)]] };
       },
     });
     const key = randomUUID();

@@ -1,5 +1,5 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
-import { ENVIRONMENT_NAMES, environments, selectEnvironments } from '../../lib/infra/environments';
+import { ENVIRONMENT_NAMES, environments, selectEnvironments, withApiKind } from '../../lib/infra/environments';
 
 describe('selectEnvironments', () => {
   it('selects every environment when the context has no env', () => {
@@ -46,5 +46,24 @@ describe('environments', () => {
       expect(environments[name].processorUrl).toMatch(/^https:\/\//);
       expect(environments[name].mailerUrl).toMatch(/^https:\/\//);
     }
+  });
+});
+
+describe('the API in front', () => {
+  it('is a REST API in every environment as configured (WAF, request validation)', () => {
+    expect(ENVIRONMENT_NAMES.map((name) => environments[name].api)).toEqual(['rest', 'rest', 'rest']);
+  });
+
+  it('is what -c api=<kind> asks for, in every selected environment, and as configured without it', () => {
+    const all = selectEnvironments(undefined);
+    expect(withApiKind(all, 'http').map((config) => config.api)).toEqual(['http', 'http', 'http']);
+    expect(withApiKind(all, 'http')[2]).toEqual({ ...environments.prod, api: 'http' });
+    for (const absent of [undefined, null, '']) expect(withApiKind(all, absent)).toEqual(all);
+  });
+
+  it('refuses an unknown API, listing the known ones', () => {
+    expect(() => withApiKind([environments.dev], 'graphql')).toThrow(
+      `Unknown API "graphql" in context 'api': expected one of rest, http`,
+    );
   });
 });

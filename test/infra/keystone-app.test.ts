@@ -2,7 +2,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { API_GATEWAY_ACCOUNT_STACK_NAME } from '../../lib/infra/api-gateway-account';
-import { ENVIRONMENT_NAMES, type EnvironmentConfig, environments } from '../../lib/infra/environments';
+import { ENVIRONMENT_NAMES, type EnvironmentConfig, environments, withApiKind } from '../../lib/infra/environments';
 import { addKeystoneStacks } from '../../lib/infra/keystone-app';
 import { CDK_JSON_CONTEXT } from './synth';
 
@@ -22,6 +22,12 @@ describe('addKeystoneStacks', () => {
     expect(stacks.map((stack) => stack.stackName)).toEqual(['Keystone-dev', 'Keystone-staging', 'Keystone-prod']);
     expect(accounts.map((account) => account.stackName)).toEqual([API_GATEWAY_ACCOUNT_STACK_NAME]);
     for (const stack of stacks) expect(stack.dependencies).toEqual(accounts);
+  });
+
+  it('builds no logging-role stack for environments behind an HTTP API, which writes no execution logs', () => {
+    const { environments: stacks, accounts } = appWith(withApiKind(all, 'http'));
+    expect(accounts).toEqual([]);
+    for (const stack of stacks) expect(stack.dependencies).toEqual([]);
   });
 
   it("never sets the account's logging role from an environment's stack", () => {

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { App, type CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { RECOVERY_INDEX, TTL_ATTRIBUTE } from '../../lib/dynamodb/layout';
-import { AUTHORIZATION_HEADER_PATTERN } from '../../lib/infra/api';
+import { AUTHORIZATION_HEADER_PATTERN, PaymentsApi } from '../../lib/infra/api';
 import { environments } from '../../lib/infra/environments';
 import { PaymentsStack } from '../../lib/infra/payments-stack';
 import { IdempotencyMetric, MetricService, RecoveryBacklogMetric } from '../../lib/metrics/definitions';
@@ -52,6 +52,12 @@ afterAll(() => synthesized?.dispose());
 
 function each(check: (stack: PaymentsStack, template: Template) => void): void {
   for (const env of TESTED_ENVIRONMENTS) check(synthesized.stacks[env], synthesized.templates[env]);
+}
+
+/** The REST API, which every environment has as configured. */
+function restApiOf(stack: PaymentsStack) {
+  if (!(stack.api instanceof PaymentsApi)) throw new Error(`${stack.stackName} has no REST API`);
+  return stack.api.api;
 }
 
 function l1(construct: { node: { defaultChild?: unknown } }): CfnResource {
@@ -509,7 +515,9 @@ describe('PaymentsStack', () => {
 
   describe('API', () => {
     function method(stack: PaymentsStack, template: Template, httpMethod: string, resourcePath: string) {
-      const found = stack.api.api.methods.find((m) => m.httpMethod === httpMethod && m.resource.path === resourcePath);
+      const found = restApiOf(stack).methods.find(
+        (m) => m.httpMethod === httpMethod && m.resource.path === resourcePath,
+      );
       if (!found) throw new Error(`no ${httpMethod} ${resourcePath}`);
       return resourceOf(template, stack, l1(found)).Properties;
     }
@@ -640,7 +648,7 @@ describe('PaymentsStack', () => {
         template.resourceCountIs('AWS::WAFv2::WebACLAssociation', 1);
         const association = Object.values(template.findResources('AWS::WAFv2::WebACLAssociation'))[0]!;
         expect(JSON.stringify(association.Properties.ResourceArn)).toContain(
-          `"${stack.getLogicalId(l1(stack.api.api.deploymentStage))}"`,
+          `"${stack.getLogicalId(l1(restApiOf(stack).deploymentStage))}"`,
         );
       });
     });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { App, type CfnElement, type IResolvable, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { environments } from '../../lib/infra/environments';
+import { type ApiKind, environments, withApiKind } from '../../lib/infra/environments';
 import { PaymentsStack } from '../../lib/infra/payments-stack';
 
 /**
@@ -34,17 +34,19 @@ export interface SynthesizedApp {
  *
  * `bundle: false` skips esbuild (CDK's `aws:cdk:bundling-stacks` context) for tests that only read the template's
  * shape. CDK's built-in CloudFormation schema validation is off here: it costs about 15 s and `npm run synth` runs it.
+ * `api` puts that API in front, as `-c api=...` does; by default each environment's own (a REST API).
  */
-export function synthesize({ bundle }: { bundle: boolean }): SynthesizedApp {
+export function synthesize({ bundle, api }: { bundle: boolean; api?: ApiKind }): SynthesizedApp {
   const outdir = mkdtempSync(path.join(tmpdir(), 'keystone-cdk-'));
   const app = new App({
     outdir,
     builtinCloudFormationValidation: false,
     context: { ...CDK_JSON_CONTEXT, ...(bundle ? {} : { 'aws:cdk:bundling-stacks': [] }) },
   });
+  const [dev, prod] = withApiKind([environments.dev, environments.prod], api);
   const stacks = {
-    dev: new PaymentsStack(app, environments.dev.stackName, { config: environments.dev }),
-    prod: new PaymentsStack(app, environments.prod.stackName, { config: environments.prod }),
+    dev: new PaymentsStack(app, environments.dev.stackName, { config: dev! }),
+    prod: new PaymentsStack(app, environments.prod.stackName, { config: prod! }),
   };
   const templates = { dev: Template.fromStack(stacks.dev), prod: Template.fromStack(stacks.prod) };
   return { outdir, stacks, templates, dispose: () => rmSync(outdir, { recursive: true, force: true }) };

@@ -197,6 +197,8 @@ import { App, Stack } from 'aws-cdk-lib';
 import { type IdempotencyHandle, IDEMPOTENCY_DISABLED_ENV, LeaseLostError, makeIdempotent, ReplayCache } from 'keystone-idempotency';
 import { IdempotencyTable } from 'keystone-idempotency/cdk';
 import { DynamoDbStore, type EffectItem, IDEMPOTENCY_TABLE_ACTIONS, MAX_TRANSACTION_EFFECTS } from 'keystone-idempotency/dynamodb';
+import { migrate, type PostgresEffect, PostgresStore } from 'keystone-idempotency/postgres';
+import { Pool } from 'pg';
 import { fingerprint, parseIdempotencyKey } from 'keystone-idempotency/engine';
 import { accountIdOf, httpIdempotency, IdempotencyMetric, type WithIdempotency } from 'keystone-idempotency/http';
 import { fromBody, makeSqsIdempotentHandler, type SqsRecordContext } from 'keystone-idempotency/sqs';
@@ -241,6 +243,13 @@ export async function once(): Promise<string> {
   return result.kind;
 }
 
+const pool = new Pool({ pipeline: true });
+export const pgStore = new ReplayCache(new PostgresStore({ pool, lockTimeoutMs: 500 }));
+export const migrated: Promise<{ readonly applied: readonly number[] }> = migrate(pool);
+export const sql: PostgresEffect = { text: 'DELETE FROM t WHERE id = $1 RETURNING 1', values: [key], expectRows: 1 };
+// @ts-expect-error a store needs its pool
+new PostgresStore({});
+
 export const table = new IdempotencyTable(new Stack(new App(), 'Consumer'), 'Idempotency');
 // @ts-expect-error the key schema is the engine's, not a prop
 new IdempotencyTable(new Stack(new App(), 'Other'), 'Idempotency', { partitionKey: { name: 'id' } });
@@ -266,6 +275,7 @@ export const resolved: IsAny<
   | typeof order
   | typeof table
   | typeof store
+  | typeof pgStore
 > = false;
 `;
 
@@ -288,7 +298,8 @@ declare const controller: AbortController;
 
 /** A test of the application's, calling the README's middy handler as Lambda does: with a plain Context, no cast. */
 function callMiddyExample(module: string): string {
-  return `import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+  return `import type { Context } from 'aws-lambda';
+import type { HttpEvent, HttpResult } from 'keystone-idempotency/http';
 import { handler } from './${module}.js';
 
 const context: Context = {
@@ -306,7 +317,7 @@ const context: Context = {
   succeed: () => undefined,
 };
 
-export async function call(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
+export async function call(event: HttpEvent): Promise<HttpResult> {
   return handler(event, context);
 }
 `;
@@ -364,9 +375,12 @@ describe('the packed package', () => {
     expect(manifest.peerDependencies).toEqual(repositoryManifest.peerDependencies);
     expect(manifest.dependencies).toEqual(repositoryManifest.dependencies);
     const peers = Object.keys(manifest.peerDependencies ?? {});
-    expect(peers).toEqual(expect.arrayContaining(['@aws-sdk/client-dynamodb', '@middy/core', 'aws-cdk-lib', 'zod']));
+    expect(peers).toEqual(
+      expect.arrayContaining(['@aws-sdk/client-dynamodb', '@middy/core', 'aws-cdk-lib', 'pg', 'zod']),
+    );
     expect(peers.filter((peer) => manifest.peerDependenciesMeta?.[peer]?.optional !== true)).toEqual([]);
     expect(Object.keys(manifest.dependencies ?? {})).not.toContain('@middy/core');
+    expect(Object.keys(manifest.dependencies ?? {})).not.toContain('pg');
     // The registry is not asked: --offline, and dist/ was just built.
     const { stdout, stderr } = await run('npm', ['publish', './dist', '--dry-run', '--offline', '--ignore-scripts'], {
       cwd: root,
@@ -398,9 +412,14 @@ describe('its peer dependencies, as the package README lists them', () => {
     const peers = Object.keys(manifest.peerDependencies ?? {});
     const listed = new Set(table.flatMap((row) => [...row.needs, ...row.onFirstUse]));
     expect([...listed].filter((name) => !peers.includes(name))).toEqual([]);
-    // The one peer no entry point loads: the adapters' types, named under the table.
-    expect(peers.filter((peer) => !listed.has(peer))).toEqual(['@types/aws-lambda']);
-    expect(docs.package).toContain("the adapters' types come from `@types/aws-lambda`");
+    // The peers no entry point loads: type declarations, named under the table.
+    expect(peers.filter((peer) => !listed.has(peer))).toEqual(['@types/aws-lambda', '@types/pg']);
+    const typesNote = docs.package.slice(
+      docs.package.indexOf('\nTypeScript: '),
+      docs.package.indexOf('\n## The table'),
+    );
+    expect(typesNote).toContain('`@types/aws-lambda`');
+    expect(typesNote).toContain('`@types/pg`');
   });
 
   it('imports every entry point, as an ES module and through require, with only the peers its row needs', async () => {
@@ -438,6 +457,9 @@ describe('its peer dependencies, as the package README lists them', () => {
       expect.arrayContaining(['DynamoDbStore', 'idempotencyTableRequests', 'idempotencyTableResource']),
     );
     expect(names['keystone-idempotency/cdk']).toEqual(['IdempotencyTable']);
+    expect(names['keystone-idempotency/postgres']).toEqual(
+      expect.arrayContaining(['PostgresStore', 'migrate', 'migrationSql', 'compareAndSet']),
+    );
     expect(names['keystone-idempotency/http']).toEqual(expect.arrayContaining(['httpIdempotency', 'lambdaHandler']));
     expect(names['keystone-idempotency/sqs']).toEqual(expect.arrayContaining(['makeSqsIdempotentHandler', 'fromBody']));
     expect(names['keystone-idempotency/natural']).toEqual(expect.arrayContaining(['putIfAbsent', 'upsert']));

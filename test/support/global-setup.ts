@@ -1,22 +1,35 @@
-import { startDynamoDbLocal } from '../../lib/local/dynamodb-local';
+import { type DynamoDbLocal, startDynamoDbLocal } from '../../lib/local/dynamodb-local';
+import { type PostgresLocal, startPostgresLocal } from '../../lib/local/postgres-local';
 
 /**
- * One DynamoDB Local for the whole run, on a free port. Workers inherit the endpoint through the environment;
- * each test file creates its own uniquely named tables, so files never see each other's data.
+ * One DynamoDB Local and one PostgreSQL for the whole run, each on a free port, started side by side. Workers inherit
+ * their addresses through the environment; each test file creates its own uniquely named tables (DynamoDB) or schema
+ * (PostgreSQL), so files never see each other's data. An address already given (DYNAMODB_ENDPOINT, POSTGRES_URL)
+ * is used instead of starting one.
  */
 export default async function globalSetup(): Promise<void> {
-  if (process.env.DYNAMODB_ENDPOINT) return; // an already running instance was given
-  const db = await startDynamoDbLocal();
-  process.env.DYNAMODB_ENDPOINT = db.endpoint;
-  process.env.AWS_REGION ??= 'local';
-  process.env.AWS_ACCESS_KEY_ID ??= 'local';
-  process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
-  (globalThis as { __dynamoDbLocal__?: typeof db }).__dynamoDbLocal__ = db;
+  const [dynamoDb, postgres] = await Promise.all([
+    process.env.DYNAMODB_ENDPOINT ? undefined : startDynamoDbLocal(),
+    process.env.POSTGRES_URL ? undefined : startPostgresLocal(),
+  ]);
+  if (dynamoDb) {
+    process.env.DYNAMODB_ENDPOINT = dynamoDb.endpoint;
+    process.env.AWS_REGION ??= 'local';
+    process.env.AWS_ACCESS_KEY_ID ??= 'local';
+    process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
+  }
+  if (postgres) process.env.POSTGRES_URL = postgres.url;
+  const started = globalThis as { __dynamoDbLocal__?: DynamoDbLocal; __postgresLocal__?: PostgresLocal };
+  started.__dynamoDbLocal__ = dynamoDb;
+  started.__postgresLocal__ = postgres;
   const killNow = () => {
-    try {
-      process.kill(-db.pid, 'SIGKILL');
-    } catch {
-      // already gone
+    for (const server of [dynamoDb, postgres]) {
+      if (!server) continue;
+      try {
+        process.kill(-server.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
     }
   };
   process.once('exit', killNow);

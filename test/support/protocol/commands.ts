@@ -1,6 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
-import type { EffectItem } from '../../../lib/dynamodb/store';
 import type { ClaimOutcome } from '../../../lib/engine/contract';
 import { LeaseLostError } from '../../../lib/engine/errors';
 import type { Lease } from '../../../lib/engine/record';
@@ -152,7 +151,7 @@ export class ClientAttempt extends ProtocolCommand {
 }
 
 /** The lease a claim whose reply was lost wrote, as its record tells it: the model needs its token. */
-function leaseIn(op: Operation, pending: Record<string, unknown> | undefined): Lease {
+function leaseIn(op: Operation, pending: Readonly<Record<string, unknown>> | undefined): Lease {
   if (!pending) throw new Error(`op ${op.index}: a claim landed but no record is there`);
   return {
     key: op.key,
@@ -507,7 +506,7 @@ export class CompleterRun extends ProtocolCommand {
 
   async perform(m: ProtocolModel, r: ProtocolSystem): Promise<() => void> {
     const leases = new Map<string, Lease>();
-    const resolve: RecoveryResolver<EffectItem> = async (lease) => {
+    const resolve: RecoveryResolver<unknown> = async (lease) => {
       leases.set(lease.key, lease);
       if (!this.processorUp) return { kind: 'retry', reason: 'processor down' };
       const charge = r.processor.lookup(lease.downstreamKey);
@@ -571,12 +570,13 @@ type OutcomeCount = 'due' | 'completed' | 'abandoned' | 'retried' | 'skipped' | 
 
 /**
  * The operations the recovery index offers now, in its order: every record carrying a `recoverAt` that has come,
- * oldest first, then by shard (the run's keys each have a shard of their own, so the order is never a toss-up).
+ * oldest first, then in the order the store breaks ties in (DynamoDB: by shard, the run's keys each having a shard
+ * of their own; PostgreSQL: by key), so the order is never a toss-up.
  */
 function dueIn(m: ProtocolModel, r: ProtocolSystem): Operation[] {
   return m.ops
     .filter((op) => op.record?.recoverAt !== undefined && op.record.recoverAt <= m.now)
-    .sort((a, b) => a.record!.recoverAt! - b.record!.recoverAt! || r.shardOf(a.index) - r.shardOf(b.index));
+    .sort((a, b) => a.record!.recoverAt! - b.record!.recoverAt! || r.dueRank(a.index) - r.dueRank(b.index));
 }
 
 /** How an owner's next step goes, whichever step that turns out to be. */
@@ -658,7 +658,7 @@ export class Advance extends ProtocolCommand {
   }
 }
 
-/** DynamoDB's TTL gets round to deleting what has expired. */
+/** The database's own deletion (DynamoDB's TTL, the PostgreSQL store's purge) gets round to what has expired. */
 export class TtlSweep extends ProtocolCommand {
   check(): boolean {
     return true;

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { RecordStatus, type StoredResponse } from '../../../lib/engine/record';
 import type { ModelRecord, ProtocolModel } from './reference-model';
-import type { EffectRow, ProtocolSystem, Snapshot } from './system';
+import type { EffectRow, ProtocolSystem, Snapshot, StoredItem } from './system';
 
 /** A promise of the protocol was broken: named, so that a failing run says which one. */
 export class InvariantViolation extends Error {
@@ -178,7 +178,7 @@ function generationKeyOf(m: ProtocolModel, downstreamKey: string, context: Recor
   return m.generationKey(origin.op, origin.generation);
 }
 
-function storedFields(item: Record<string, unknown>) {
+function storedFields(item: StoredItem) {
   return {
     status: item.status,
     leaseToken: item.leaseToken,
@@ -187,7 +187,7 @@ function storedFields(item: Record<string, unknown>) {
     downstreamKey: item.downstreamKey,
     attempt: Number(item.attempt),
     recoverAt: item.recoverAt === undefined ? null : Number(item.recoverAt),
-    inRecoveryIndex: item.recoveryShard !== undefined,
+    inRecoveryIndex: item.inRecoveryIndex,
     response: item.response ?? null,
   };
 }

@@ -1,0 +1,253 @@
+import { splitScopedKey } from '../engine/key.js';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
+import { responseColumns } from './codec.js';
+import type { Statement } from './database.js';
+import { recordJson, type TableNames } from './schema.js';
+
+/**
+ * The statements of the fencing rule, in SQL. Each comment says the invariant its condition keeps; the store decides
+ * when each one is sent. The conditions are DynamoDB's, word for word: a key is free when it has no record or one
+ * past its expiry; a takeover or a one-shot commit over a record needs it exactly as it was seen (same lease token,
+ * same status); a completion, a release or an abandon needs its own lease token on a record still in progress.
+ *
+ * Two shapes of answer:
+ * - a claim or takeover returns the record it wrote (`written`), or else the record that stopped it, read in the
+ *   same statement (its snapshot may predate a write the statement waited on: the store reads that as "changed
+ *   under us" and goes round again, as on DynamoDB);
+ * - a write whose failure must stop the rest of its transaction (a completion, a one-shot commit) calls the fence,
+ *   which raises, with the record it met as of now, when the write matched nothing.
+ */
+
+const COLUMNS =
+  'scope, key, status, fingerprint, lease_token, lease_expires_at, downstream_key, attempt, created_at, ' +
+  'completed_at, expires_at, recover_at, response_status, response_headers, response_body, response_is_base64';
+
+const at = (ms: number) => new Date(ms);
+const atSeconds = (seconds: number | undefined) => (seconds === undefined ? null : new Date(seconds * 1000));
+
+/** A whole record as the parameters of an INSERT ($1 to $16, in {@link COLUMNS} order). */
+function recordValues(record: IdempotencyRecord, completedAt: number | undefined): unknown[] {
+  const { scope, clientKey } = splitScopedKey(record.key);
+  const response = record.response ? responseColumns(record.response) : [null, null, null, null];
+  return [
+    scope,
+    clientKey,
+    record.status,
+    record.fingerprint,
+    record.leaseToken,
+    at(record.leaseExpiresAt),
+    record.downstreamKey,
+    record.attempt,
+    at(record.createdAt),
+    completedAt === undefined ? null : at(completedAt),
+    atSeconds(record.expiresAt),
+    record.recoverAt === undefined ? null : at(record.recoverAt),
+    ...response,
+  ];
+}
+
+const PLACEHOLDERS = Array.from({ length: 16 }, (_, i) => `$${i + 1}`).join(', ');
+const OVERWRITE = COLUMNS.split(', ')
+  .filter((column) => column !== 'scope' && column !== 'key')
+  .map((column) => `${column} = EXCLUDED.${column}`)
+  .join(', ');
+
+/**
+ * A write, followed in the same statement by the record that stopped it: `written` says which of the two came back.
+ * The fallback read sees the statement's snapshot, taken before any lock the write waited on.
+ */
+function writtenOrSeen(names: TableNames, write: string, scopeParam: string, keyParam: string): string {
+  return `WITH written AS (${write} RETURNING ${recordJson('cur')} AS record)
+SELECT true AS written, record FROM written
+UNION ALL
+SELECT false, ${recordJson('r')} FROM ${names.table} AS r
+ WHERE r.scope = ${scopeParam} AND r.key = ${keyParam} AND NOT EXISTS (SELECT FROM written)`;
+}
+
+/**
+ * Claim a key nobody holds: insert the record, or overwrite one past its expiry (its new generation: new downstream
+ * key, attempt 1). Of any number of concurrent claims exactly one inserts; the others wait on the primary key for it
+ * to commit, and find it there, not free. An unfinished recoverable operation is never free: it has no expiry, and
+ * `expires_at <= now` is never true of a null.
+ */
+export function claimFresh(names: TableNames, record: IdempotencyRecord, now: number): Statement {
+  return {
+    text: writtenOrSeen(
+      names,
+      `INSERT INTO ${names.table} AS cur (${COLUMNS}) VALUES (${PLACEHOLDERS})
+ON CONFLICT (scope, key) DO UPDATE SET ${OVERWRITE} WHERE cur.expires_at <= $17`,
+      '$1',
+      '$2',
+    ),
+    values: [...recordValues(record, undefined), at(now)],
+  };
+}
+
+/**
+ * Take over a record whose owner is gone (lease ran out) or that was released or abandoned: a new lease token and
+ * lease, one more attempt, fingerprint and downstream key kept. Conditioned on the record being exactly as seen, so
+ * of two concurrent takeovers one wins: the other waits for its row lock, then finds another lease token. A
+ * recoverable operation is (again) in the recovery set, due when the new lease ends, with no expiry; any other
+ * record keeps one.
+ */
+export function takeOver(names: TableNames, previous: IdempotencyRecord, next: IdempotencyRecord): Statement {
+  const { scope, clientKey } = splitScopedKey(previous.key);
+  return {
+    text: writtenOrSeen(
+      names,
+      `UPDATE ${names.table} AS cur
+   SET status = '${RecordStatus.InProgress}', lease_token = $3, lease_expires_at = $4, expires_at = $5,
+       attempt = cur.attempt + 1, recover_at = $6
+ WHERE cur.scope = $1 AND cur.key = $2 AND cur.lease_token = $7 AND cur.status = $8`,
+      '$1',
+      '$2',
+    ),
+    values: [
+      scope,
+      clientKey,
+      next.leaseToken,
+      at(next.leaseExpiresAt),
+      atSeconds(next.expiresAt),
+      next.recoverAt === undefined ? null : at(next.recoverAt),
+      previous.leaseToken,
+      previous.status,
+    ],
+  };
+}
+
+/**
+ * The record's completion: the stored response, a new expiry, out of the recovery set. Fencing: only the current
+ * owner, only once; otherwise the fence raises, and the transaction (every effect in it) rolls back. The same
+ * statement is the first of a transaction with effects, or a round trip of its own without.
+ */
+export function complete(
+  names: TableNames,
+  lease: Lease,
+  response: StoredResponse,
+  now: number,
+  expiresAt: number,
+): Statement {
+  const { scope, clientKey } = splitScopedKey(lease.key);
+  return {
+    text: `WITH done AS (
+  UPDATE ${names.table}
+     SET status = '${RecordStatus.Completed}', response_status = $3, response_headers = $4, response_body = $5,
+         response_is_base64 = $6, completed_at = $7, expires_at = $8, recover_at = NULL
+   WHERE scope = $1 AND key = $2 AND lease_token = $9 AND status = '${RecordStatus.InProgress}'
+  RETURNING 1
+)
+SELECT ${names.fence}((SELECT count(*) FROM done), $1, $2)`,
+    values: [scope, clientKey, ...responseColumns(response), at(now), atSeconds(expiresAt), lease.leaseToken],
+  };
+}
+
+/**
+ * Ends this owner's lease with a new status (released, abandoned): the lease ends now, and `change` says what becomes
+ * of `recover_at` and `expires_at` (a field left out is unchanged). Conditioned on still owning the record in
+ * progress. `ended` is true when it did, or when the record already holds exactly this ending under this owner's
+ * token (its own earlier call, whose reply was lost).
+ */
+export function endLease(
+  names: TableNames,
+  lease: Lease,
+  status: RecordStatus,
+  now: number,
+  change: { readonly recoverAt?: number | null; readonly expiresAt?: number | null },
+): Statement {
+  const { scope, clientKey } = splitScopedKey(lease.key);
+  const values: unknown[] = [scope, clientKey, status, at(now), lease.leaseToken];
+  const sets = ['status = $3', 'lease_expires_at = $4'];
+  if (change.recoverAt !== undefined) {
+    values.push(change.recoverAt === null ? null : at(change.recoverAt));
+    sets.push(`recover_at = $${values.length}`);
+  }
+  if (change.expiresAt !== undefined) {
+    values.push(atSeconds(change.expiresAt ?? undefined));
+    sets.push(`expires_at = $${values.length}`);
+  }
+  return {
+    text: `WITH ended AS (
+  UPDATE ${names.table} SET ${sets.join(', ')}
+   WHERE scope = $1 AND key = $2 AND lease_token = $5 AND status = '${RecordStatus.InProgress}'
+  RETURNING 1
+)
+SELECT EXISTS (SELECT FROM ended)
+    OR EXISTS (SELECT FROM ${names.table} WHERE scope = $1 AND key = $2 AND lease_token = $5 AND status = $3) AS ended`,
+    values,
+  };
+}
+
+/**
+ * The one-shot commit of work local to this database: the record written completed, in the transaction of its
+ * effects. Over no record or one past its expiry (`previous` undefined), or over exactly the record seen (a takeover
+ * of a released, abandoned or run-out one). A concurrent one-shot for the same key waits on the primary key until
+ * this transaction ends; when nothing matched, the fence raises with the record met, and the effects behind this
+ * statement never run.
+ */
+export function commitOneShot(
+  names: TableNames,
+  record: IdempotencyRecord,
+  previous: IdempotencyRecord | undefined,
+  now: number,
+): Statement {
+  const values = recordValues(record, now);
+  if (previous === undefined) {
+    return {
+      text: `WITH written AS (
+  INSERT INTO ${names.table} AS cur (${COLUMNS}) VALUES (${PLACEHOLDERS})
+  ON CONFLICT (scope, key) DO UPDATE SET ${OVERWRITE} WHERE cur.expires_at <= $17
+  RETURNING 1
+)
+SELECT ${names.fence}((SELECT count(*) FROM written), $1, $2)`,
+      values: [...values, at(now)],
+    };
+  }
+  const assignments = COLUMNS.split(', ')
+    .map((column, index) => ({ column, index }))
+    .filter(({ column }) => column !== 'scope' && column !== 'key')
+    .map(({ column, index }) => `${column} = $${index + 1}`)
+    .join(', ');
+  return {
+    text: `WITH written AS (
+  UPDATE ${names.table} SET ${assignments}
+   WHERE scope = $1 AND key = $2 AND lease_token = $17 AND status = $18
+  RETURNING 1
+)
+SELECT ${names.fence}((SELECT count(*) FROM written), $1, $2)`,
+    values: [...values, previous.leaseToken, previous.status],
+  };
+}
+
+/** The record under a key as stored, even past its expiry. */
+export function read(names: TableNames, key: string): Statement {
+  const { scope, clientKey } = splitScopedKey(key);
+  return {
+    text: `SELECT ${recordJson('r')} AS record FROM ${names.table} AS r WHERE r.scope = $1 AND r.key = $2`,
+    values: [scope, clientKey],
+  };
+}
+
+/** The recovery set's due operations, oldest first: the partial index on `recover_at`, never the table. */
+export function due(names: TableNames, now: number, limit: number): Statement {
+  return {
+    text: `SELECT scope, key, floor(extract(epoch FROM recover_at) * 1000) AS recover_at_ms FROM ${names.table}
+ WHERE recover_at IS NOT NULL AND recover_at <= $1
+ ORDER BY recover_at, scope, key
+ LIMIT $2`,
+    values: [at(now), limit],
+  };
+}
+
+/**
+ * One batch of the purge: deletes up to `limit` rows past their expiry. Rows another transaction holds are skipped,
+ * not waited for, and each row is checked again once locked: a row claimed afresh meanwhile is not expired any more.
+ * A row in the recovery set has no expiry, and is never deleted.
+ */
+export function purgeBatch(names: TableNames, now: number, limit: number): Statement {
+  return {
+    text: `DELETE FROM ${names.table} AS r
+ USING (SELECT scope, key FROM ${names.table} WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired
+ WHERE r.scope = expired.scope AND r.key = expired.key`,
+    values: [at(now), limit],
+  };
+}

@@ -1,0 +1,550 @@
+import type { Pool } from 'pg';
+import { type Clock, type IdSource, randomIds, systemClock } from '../engine/clock.js';
+import {
+  type ClaimOptions,
+  type ClaimOutcome,
+  DEFAULT_LEASE_SECONDS,
+  DEFAULT_TTL_SECONDS,
+  type DueOperation,
+  type FindDueOptions,
+  type IdempotencyStore,
+  MAX_CLAIM_ROUNDS,
+  type OneShotContext,
+  type OneShotOutcome,
+  type ResumeOptions,
+  type ResumeOutcome,
+} from '../engine/contract.js';
+import { decide, isExpired, isOwnCompletion, leaseOf } from '../engine/decide.js';
+import {
+  ConfigurationError,
+  ContendedError,
+  IdempotencyError,
+  LeaseLostError,
+  ResponseTooLargeError,
+  TooManyEffectsError,
+} from '../engine/errors.js';
+import { joinScopedKey } from '../engine/key.js';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
+import { fromDetail, fromJson, type RecordJson } from './codec.js';
+import { Database, firstFailedStep, type Queryable, type RetryPolicy, type Statement, type Step } from './database.js';
+import { effectConditionFailure, isLockTimeout, sqlState } from './database-errors.js';
+import { FENCE_SQLSTATE, type TableNames, type TableOptions, tableNames } from './schema.js';
+import * as sql from './statements.js';
+
+/**
+ * What a handler stages on PostgreSQL: SQL run inside the commit's transaction, after the key's fenced completion, so
+ * it commits together with it or not at all.
+ *
+ * - A statement is sent without waiting (one round trip for the whole commit when the pool pipelines). With
+ *   `expectRows`, the statement (which must end in `RETURNING`) has to return exactly that many rows, or the commit is
+ *   cancelled with `EffectConditionFailedError`: a compare-and-set that found another state.
+ * - A function is handed the transaction, for work that must read before it writes; it costs the round trips of
+ *   its own queries. It may run more than once (the transaction is run again after a deadlock, a serialization
+ *   failure or a lost connection): only its last run commits. Await every query it makes.
+ *
+ * An effect fails its own condition when PostgreSQL raises an integrity violation in it (a unique key already taken,
+ * a foreign or check constraint) or its `expectRows` does not hold: nothing is written, and the commit throws
+ * `EffectConditionFailedError` with the effect's index. Any other error is thrown as raised.
+ */
+export type PostgresEffect = PostgresStatement | ((tx: Queryable) => Promise<unknown>);
+
+export interface PostgresStatement {
+  readonly text: string;
+  readonly values?: readonly unknown[];
+  /** The number of rows the statement (ending in `RETURNING`) must return, or the commit is cancelled. */
+  readonly expectRows?: number;
+}
+
+export interface PostgresStoreOptions extends TableOptions, RetryPolicy {
+  /** A pg `Pool`; created with `pipeline: true`, a commit with its statements is one round trip. */
+  readonly pool: Pick<Pool, 'connect'>;
+  /** How long a claim is held before a duplicate may take it over. Must exceed the function's timeout. */
+  readonly leaseSeconds?: number;
+  /** How long a record lives (and replays). Default 24 hours. */
+  readonly ttlSeconds?: number;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+  /** Largest stored response (body plus headers, bytes). Default 1 MiB. */
+  readonly maxResponseBytes?: number;
+  /** Most effects one commit carries. Default 1000. */
+  readonly maxEffects?: number;
+  /**
+   * How long a one-shot commit waits for another transaction holding its key (a concurrent duplicate's, or a
+   * committing owner's) before answering in flight. Default 1000 ms.
+   */
+  readonly lockTimeoutMs?: number;
+}
+
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_EFFECTS = 1000;
+export const DEFAULT_LOCK_TIMEOUT_MS = 1000;
+
+const POLL_START_MS = 50;
+const POLL_MAX_MS = 1000;
+
+/** Where the lock timeout is set and reset around the one-shot's claim: its effects follow at this index. */
+const ONE_SHOT_CLAIM_STEP = 1;
+const ONE_SHOT_EFFECTS_FROM = 3;
+
+/**
+ * The idempotency engine's store on PostgreSQL: the same protocol as on DynamoDB, step for step, each step a
+ * statement conditioned as DynamoDB's condition expressions are.
+ *
+ * ```
+ *  claim: INSERT ... ON CONFLICT          commit: one transaction, BEGIN ... COMMIT   ┌─ replay: the record comes
+ *  DO UPDATE WHERE expired                  the fenced completion first, effects after │   back with the failed claim
+ *  absent|expired ──► IN_PROGRESS ───────────────────────────────────────► COMPLETED ─┤
+ *                       │   ▲     UPDATE ... WHERE lease_token = mine AND              └─ different body: mismatch
+ *            release    │   │     status = IN_PROGRESS, or the fence raises and the
+ *  lease_token = mine   ▼   │     transaction (its effects with it) rolls back
+ *                     RELEASED ── takeover: UPDATE ... WHERE lease_token = seen AND status = seen
+ * ```
+ *
+ * Local effects: {@link claimAndCommit} claims, runs the handler's SQL and completes in one transaction, one round
+ * trip; a concurrent duplicate waits on the primary key, then replays (or, after `lockTimeoutMs`, is in flight).
+ * Outside effects: {@link claim} and {@link commit} are two short transactions, fenced by the lease token; no
+ * transaction is ever held open across the call to the outside system.
+ *
+ * Times come from the injected clock, passed as parameters; PostgreSQL's own `now()` never decides anything.
+ *
+ * @example
+ * const pool = new Pool({ connectionString: databaseUrl, pipeline: true });
+ * await migrate(pool);
+ * const store = new PostgresStore({ pool });
+ * const outcome = await store.claim(scopedKey(scope), fingerprint(request));
+ * if (outcome.kind === 'acquired') {
+ *   const charge = await processor.charge(body, { idempotencyKey: outcome.lease.downstreamKey });
+ *   await store.commit(outcome.lease, response(charge), [
+ *     { text: 'INSERT INTO payments (id, amount) VALUES ($1, $2)', values: [charge.id, charge.amount] },
+ *   ]);
+ * }
+ */
+export class PostgresStore implements IdempotencyStore<PostgresEffect> {
+  readonly leaseMs: number;
+  readonly ttlSeconds: number;
+  readonly maxEffects: number;
+  readonly names: TableNames;
+  private readonly db: Database;
+  private readonly clock: Clock;
+  private readonly ids: IdSource;
+  private readonly maxResponseBytes: number;
+  private readonly lockTimeoutMs: number;
+
+  constructor(options: PostgresStoreOptions) {
+    const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
+    const ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
+    if (!(leaseSeconds > 0)) throw new ConfigurationError(`leaseSeconds must be positive, got ${leaseSeconds}`);
+    if (!(ttlSeconds >= leaseSeconds)) {
+      throw new ConfigurationError(`ttlSeconds (${ttlSeconds}) must be at least leaseSeconds (${leaseSeconds})`);
+    }
+    const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+    if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 1) {
+      throw new ConfigurationError(`lockTimeoutMs must be a positive whole number of ms, got ${lockTimeoutMs}`);
+    }
+    if (!options.pool) throw new ConfigurationError('pool is required');
+    this.names = tableNames(options);
+    this.db = new Database(options.pool, options);
+    this.leaseMs = leaseSeconds * 1000;
+    this.ttlSeconds = ttlSeconds;
+    this.maxEffects = options.maxEffects ?? DEFAULT_MAX_EFFECTS;
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? randomIds;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.lockTimeoutMs = lockTimeoutMs;
+  }
+
+  /**
+   * Claims `key` for a request with this fingerprint. A fresh key costs one statement; a duplicate learns the
+   * existing record from that same statement, so a replay is one round trip too.
+   */
+  async claim(key: string, fingerprint: string, options: ClaimOptions = {}): Promise<ClaimOutcome> {
+    const waitMs = options.waitMs ?? 0;
+    const claim = { recoverable: options.recoverable ?? false, leaseMs: this.leaseFor(options) };
+    let waited = 0;
+    let pollMs = POLL_START_MS;
+    let writes = 1;
+    let seen = await this.putFresh(key, fingerprint, claim);
+    for (;;) {
+      if (seen.kind === 'acquired') return { kind: 'acquired', lease: seen.lease };
+      const now = this.clock.now();
+      const decision = decide(seen.record, fingerprint, now);
+      if (decision.kind === 'fresh' || decision.kind === 'takeover') {
+        // The record changed between our write and our reading of it; a few rounds settle any real race.
+        if (++writes > MAX_CLAIM_ROUNDS) throw new ContendedError(key);
+        seen =
+          decision.kind === 'fresh'
+            ? await this.putFresh(key, fingerprint, claim)
+            : await this.takeOver(decision.record, now, claim);
+        continue;
+      }
+      if (decision.kind !== 'in_flight' || waited + pollMs > waitMs) return decision;
+      // Bounded by time actually slept, not by the (injectable) clock, so a frozen test clock can't hang here.
+      await sleep(pollMs);
+      waited += pollMs;
+      pollMs = Math.min(pollMs * 2, POLL_MAX_MS);
+      seen = { kind: 'record', record: await this.get(key) };
+    }
+  }
+
+  /**
+   * Commits the work: the key's completion and then the effects, in one transaction (one round trip with a
+   * pipelining pool and statement effects), or, with no effects, the completion alone as one statement. The
+   * completion is conditioned on the lease token still being ours and the record still in progress; when it is not,
+   * the fence raises and the transaction rolls back, so a stale owner writes nothing at all, effects included. The
+   * record leaves the recovery set and lives (and replays) a full TTL from now.
+   *
+   * A commit whose reply was lost (COMMIT's included) is sent again by the store on a fresh connection, or by the
+   * caller: either way its completion meets the completion the first one wrote, under its own lease token, and the
+   * commit succeeds without writing anything twice.
+   *
+   * @throws {LeaseLostError} this owner no longer holds the record; nothing was written.
+   * @throws {EffectConditionFailedError} one of the effects failed its own condition; nothing was written.
+   * @throws {ResponseTooLargeError} the response can't be stored; nothing was written.
+   */
+  async commit(lease: Lease, response: StoredResponse, effects: readonly PostgresEffect[] = []): Promise<void> {
+    this.assertStorable(response);
+    if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
+    const now = this.clock.now();
+    const completion = sql.complete(this.names, lease, response, now, this.expiryFrom(now));
+    if (effects.length === 0) {
+      try {
+        await this.db.query(completion);
+      } catch (error) {
+        this.fenced(lease, error);
+      }
+      return;
+    }
+    const outcome = await this.db.transaction([completion, ...effects.map((effect, i) => this.effectStep(effect, i))]);
+    if (outcome.committed) return;
+    const failed = firstFailedStep(outcome);
+    if (failed?.step === 0) return this.fenced(lease, failed.error);
+    this.throwEffectFailure(lease.key, failed, 1);
+  }
+
+  /**
+   * Gives the key back after a transient failure, conditioned on still owning it. The lease ends now, but the
+   * fingerprint and downstream key stay. A recoverable operation becomes due for recovery one lease from now, and
+   * stays without an expiry until it is finished. Returns false (and changes nothing) when this owner no longer holds
+   * it; true again for a release already made.
+   */
+  async release(lease: Lease): Promise<boolean> {
+    const now = this.clock.now();
+    return this.endLease(
+      lease,
+      RecordStatus.Released,
+      now,
+      lease.recoverable ? { recoverAt: now + this.leaseMs, expiresAt: null } : {},
+    );
+  }
+
+  /**
+   * Gives up on an operation (recovery found no effect under its downstream key, and its client is gone),
+   * conditioned on still owning it. It leaves the recovery set but keeps its fingerprint and downstream key for a
+   * full TTL from now. Returns false (and changes nothing) when this owner no longer holds it.
+   */
+  async abandon(lease: Lease): Promise<boolean> {
+    const now = this.clock.now();
+    return this.endLease(lease, RecordStatus.Abandoned, now, { recoverAt: null, expiresAt: this.expiryFrom(now) });
+  }
+
+  /**
+   * Recovery's way in: takes over an unfinished operation by its key (released, abandoned, or in progress with its
+   * lease run out), keeping its fingerprint and downstream key. Never creates a record, never disturbs a live owner.
+   * An unfinished recoverable operation is never past its expiry, however long it waited: recovery that falls
+   * behind still finds it.
+   */
+  async resume(key: string, options: ResumeOptions = {}): Promise<ResumeOutcome> {
+    let record = await this.get(key);
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+      if (record === undefined) return { kind: 'absent' };
+      const now = this.clock.now();
+      if (options.downstreamKey !== undefined && record.downstreamKey !== options.downstreamKey) {
+        return { kind: 'absent' };
+      }
+      const decision = decide(record, record.fingerprint, now);
+      switch (decision.kind) {
+        case 'fresh':
+        case 'mismatch': // cannot happen: the record's own fingerprint
+          return { kind: 'absent' };
+        case 'replay':
+          return { kind: 'completed', record };
+        case 'in_flight':
+          return { kind: 'in_flight', retryAfterMs: record.leaseExpiresAt - now, record };
+        case 'takeover': {
+          // Recovery's own lease is recoverable: if recovery dies half-way, the operation stays due.
+          const seen = await this.takeOver(record, now, { recoverable: true, leaseMs: this.leaseMs });
+          if (seen.kind === 'acquired') return seen;
+          record = seen.record && !isExpired(seen.record, this.clock.now()) ? seen.record : undefined;
+        }
+      }
+    }
+    throw new ContendedError(key);
+  }
+
+  /**
+   * Recoverable operations due for recovery: in progress with their owner's lease run out, or released a lease ago
+   * and not retried since. Oldest first, at most `limit`, from the partial index on `recover_at`.
+   */
+  async findDue(options: FindDueOptions = {}): Promise<DueOperation[]> {
+    const { rows } = await this.db.query<{ scope: string; key: string; recover_at_ms: string }>(
+      sql.due(this.names, this.clock.now(), options.limit ?? 100),
+    );
+    return rows.map((row) => ({ key: joinScopedKey(row.scope, row.key), recoverAt: Number(row.recover_at_ms) }));
+  }
+
+  /**
+   * For work that is entirely local to this database: the record written completed, and the effects, in one
+   * transaction: one round trip for a first request, and one for a duplicate, which learns the stored record from
+   * the fence of that same transaction. A duplicate racing the original waits on the primary key until the
+   * original's transaction ends, then replays; one that waited `lockTimeoutMs` is in flight (or, if the original's
+   * record is not even visible yet, `ContendedError`). `build` must be free of side effects: it may run more than
+   * once and its result is discarded when the key turns out to be taken.
+   */
+  async claimAndCommit(
+    key: string,
+    fingerprint: string,
+    build: (context: OneShotContext) => Promise<{ response: StoredResponse; effects: readonly PostgresEffect[] }>,
+  ): Promise<OneShotOutcome> {
+    let existing: IdempotencyRecord | undefined;
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+      const now = this.clock.now();
+      const decision = existing === undefined ? ({ kind: 'fresh' } as const) : decide(existing, fingerprint, now);
+      if (decision.kind !== 'fresh' && decision.kind !== 'takeover') return decision;
+      const previous = decision.kind === 'takeover' ? decision.record : undefined;
+      const downstreamKey = previous?.downstreamKey ?? this.ids.downstreamKey();
+      const attempt = (previous?.attempt ?? 0) + 1;
+      const { response, effects } = await build({ downstreamKey, attempt, now });
+      this.assertStorable(response);
+      if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
+      const record: IdempotencyRecord = {
+        key,
+        status: RecordStatus.Completed,
+        fingerprint,
+        leaseToken: this.ids.leaseToken(),
+        leaseExpiresAt: now,
+        // A full TTL from now, like every commit: a completed operation replays for its whole TTL.
+        expiresAt: this.expiryFrom(now),
+        downstreamKey,
+        attempt,
+        createdAt: previous?.createdAt ?? now,
+        response,
+      };
+      const outcome = await this.db.transaction([
+        // The wait on a concurrent duplicate's transaction is bounded; the effects' own statements are not.
+        { text: `SET LOCAL lock_timeout = ${this.lockTimeoutMs}` },
+        sql.commitOneShot(this.names, record, previous, now),
+        { text: 'SET LOCAL lock_timeout TO DEFAULT' },
+        ...effects.map((effect, i) => this.effectStep(effect, i)),
+      ]);
+      if (outcome.committed) return { kind: 'committed', response, downstreamKey };
+      const failed = firstFailedStep(outcome);
+      if (failed?.step !== ONE_SHOT_CLAIM_STEP) {
+        this.throwEffectFailure(key, failed, ONE_SHOT_EFFECTS_FROM);
+      }
+      if (isLockTimeout(failed.error)) {
+        // The transaction holding the key is still running: a live owner's commit (the next round answers in
+        // flight, or replays what landed meanwhile), or a duplicate's insert, not visible before it commits.
+        existing = await this.read(key);
+        if (existing === undefined) throw new ContendedError(key, { cause: failed.error });
+        continue;
+      }
+      if (sqlState(failed.error) !== FENCE_SQLSTATE) throw failed.error;
+      const met = fromDetail((failed.error as { detail?: string }).detail);
+      // Sent again after its COMMIT's reply was lost, it meets the completion it wrote: its own.
+      if (met?.leaseToken === record.leaseToken && met.status === RecordStatus.Completed) {
+        return { kind: 'committed', response, downstreamKey };
+      }
+      existing = met ?? (await this.get(key));
+    }
+    throw new ContendedError(key);
+  }
+
+  /** The live record under `key`, or undefined when absent or past its expiry. */
+  async get(key: string): Promise<IdempotencyRecord | undefined> {
+    const record = await this.read(key);
+    return record === undefined || isExpired(record, this.clock.now()) ? undefined : record;
+  }
+
+  /**
+   * Deletes rows past their expiry, in batches of `batchSize` (at most `maxBatches` of them), each batch its own
+   * short transaction that skips rows other transactions hold: for the scheduled completer, after recovery. Reads
+   * never wait for it (a row past its expiry is absent to them already); it keeps the table from growing. Returns
+   * how many rows it deleted.
+   */
+  async purgeExpired(options: { batchSize?: number; maxBatches?: number } = {}): Promise<number> {
+    const batchSize = options.batchSize ?? 1000;
+    const maxBatches = options.maxBatches ?? 100;
+    let deleted = 0;
+    for (let batch = 0; batch < maxBatches; batch++) {
+      const { rowCount } = await this.db.query(sql.purgeBatch(this.names, this.clock.now(), batchSize));
+      deleted += rowCount ?? 0;
+      if ((rowCount ?? 0) < batchSize) break;
+    }
+    return deleted;
+  }
+
+  /** The record under `key` as stored, even past its expiry. */
+  private async read(key: string): Promise<IdempotencyRecord | undefined> {
+    const { rows } = await this.db.query<{ record: RecordJson }>(sql.read(this.names, key));
+    return rows[0] ? fromJson(rows[0].record) : undefined;
+  }
+
+  /**
+   * A completion that failed its fence: this owner's own completion (its first commit landed and its reply was lost)
+   * is a success; anything else means the lease was lost, and nothing of this commit was written.
+   */
+  private fenced(lease: Lease, error: unknown): void {
+    if (sqlState(error) !== FENCE_SQLSTATE) throw error;
+    const record = fromDetail((error as { detail?: string }).detail);
+    if (isOwnCompletion(record, lease) && record && !isExpired(record, this.clock.now())) return;
+    throw new LeaseLostError(lease.key, record, { cause: error });
+  }
+
+  /** Why a transaction whose key write went through did not commit: an effect, as the contract names it. */
+  private throwEffectFailure(
+    key: string,
+    failed: { step?: number; error: unknown } | undefined,
+    effectsFrom: number,
+  ): never {
+    if (failed === undefined) {
+      throw new IdempotencyError(
+        `the commit of ${key} was rolled back: an effect function caught a database error and carried on`,
+      );
+    }
+    if (failed.step !== undefined && failed.step >= effectsFrom) {
+      throw effectConditionFailure(failed.error, failed.step - effectsFrom) ?? failed.error;
+    }
+    throw failed.error;
+  }
+
+  /** An effect as a step of the commit's transaction; `expectRows` becomes a check that raises when it fails. */
+  private effectStep(effect: PostgresEffect, index: number): Step {
+    if (typeof effect === 'function') return effect;
+    if (effect.expectRows === undefined) return { text: effect.text, values: effect.values ?? [] };
+    if (!Number.isInteger(effect.expectRows) || effect.expectRows < 0) {
+      throw new ConfigurationError(`expectRows must be a whole number of rows, got ${effect.expectRows}`);
+    }
+    const values = effect.values ?? [];
+    return {
+      text: `WITH effect AS (${effect.text})
+SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length + 1}, $${values.length + 2})`,
+      values: [...values, effect.expectRows, index],
+    };
+  }
+
+  private async endLease(
+    lease: Lease,
+    status: RecordStatus,
+    now: number,
+    change: { recoverAt?: number | null; expiresAt?: number | null },
+  ): Promise<boolean> {
+    const { rows } = await this.db.query<{ ended: boolean }>(sql.endLease(this.names, lease, status, now, change));
+    return rows[0]?.ended === true;
+  }
+
+  private expiryFrom(nowMs: number): number {
+    return Math.ceil(nowMs / 1000) + this.ttlSeconds;
+  }
+
+  /** A claim's lease: the store's, or longer when the caller asks (a function with more time left than that). */
+  private leaseFor(options: ClaimOptions): number {
+    return Math.max(this.leaseMs, options.leaseMs ?? 0);
+  }
+
+  /** Claim a key nobody holds: succeeds only if the record is absent or expired. */
+  private async putFresh(key: string, fingerprint: string, claim: ClaimSettings): Promise<Seen> {
+    const now = this.clock.now();
+    const leaseExpiresAt = now + claim.leaseMs;
+    const record: IdempotencyRecord = {
+      key,
+      status: RecordStatus.InProgress,
+      fingerprint,
+      leaseToken: this.ids.leaseToken(),
+      leaseExpiresAt,
+      downstreamKey: this.ids.downstreamKey(),
+      attempt: 1,
+      createdAt: now,
+      ...(claim.recoverable
+        ? // Due for recovery when the lease runs out (by then a live owner has either finished or died), and with no
+          // expiry until it is finished.
+          { recoverAt: leaseExpiresAt }
+        : // Never before the lease ends, or an expiry mid-lease would reopen the key under its owner.
+          { expiresAt: Math.max(this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
+    };
+    return this.written(key, sql.claimFresh(this.names, record, now), record, false);
+  }
+
+  /**
+   * Take over a record whose owner is gone (lease ran out) or that was released. The update names the lease token
+   * we saw, so of two concurrent takeovers exactly one wins; the fingerprint and downstream key are kept.
+   */
+  private async takeOver(previous: IdempotencyRecord, now: number, claim: ClaimSettings): Promise<Seen> {
+    const leaseExpiresAt = now + claim.leaseMs;
+    // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back), and
+    // has no expiry until it is finished.
+    const tracked = claim.recoverable || previous.recoverAt !== undefined;
+    const { expiresAt: previousExpiry, recoverAt: _movedBelow, ...kept } = previous;
+    const record: IdempotencyRecord = {
+      ...kept,
+      status: RecordStatus.InProgress,
+      leaseToken: this.ids.leaseToken(),
+      leaseExpiresAt,
+      attempt: previous.attempt + 1,
+      ...(tracked
+        ? { recoverAt: leaseExpiresAt }
+        : // Alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
+          { expiresAt: Math.max(previousExpiry ?? this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
+    };
+    return this.written(previous.key, sql.takeOver(this.names, previous, record), record, true);
+  }
+
+  /**
+   * Runs a claim or takeover: ours if it wrote the record, or if the record it met carries our own lease token (the
+   * statement was sent again after its reply was lost, and met what its first sending wrote). A lock timeout set on
+   * the pool reads as "changed under us": the record is read again and the claim goes round.
+   */
+  private async written(
+    key: string,
+    statement: Statement,
+    record: IdempotencyRecord,
+    takeover: boolean,
+  ): Promise<Seen> {
+    let rows: { written: boolean; record: RecordJson }[];
+    try {
+      ({ rows } = await this.db.query<{ written: boolean; record: RecordJson }>(statement));
+    } catch (error) {
+      if (!isLockTimeout(error)) throw error;
+      return { kind: 'record', record: await this.read(key) };
+    }
+    const row = rows[0];
+    if (row?.written || (row && row.record.lease_token === record.leaseToken)) {
+      return { kind: 'acquired', lease: leaseOf(record, takeover) };
+    }
+    return { kind: 'record', record: row ? fromJson(row.record) : undefined };
+  }
+
+  private assertStorable(response: StoredResponse): void {
+    const bytes =
+      Buffer.byteLength(response.body) +
+      Object.entries(response.headers).reduce(
+        (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value),
+        0,
+      );
+    if (bytes > this.maxResponseBytes) throw new ResponseTooLargeError(bytes, this.maxResponseBytes);
+  }
+}
+
+/** How one claim holds its record: tracked for recovery or not, and for how long. */
+interface ClaimSettings {
+  readonly recoverable: boolean;
+  readonly leaseMs: number;
+}
+
+/** What a write told us: we own it now, or here is the record that stopped us. */
+type Seen =
+  | { readonly kind: 'acquired'; readonly lease: Lease }
+  | { readonly kind: 'record'; readonly record: IdempotencyRecord | undefined };
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import { Socket } from 'node:net';
+import { Pool, type PoolConfig } from 'pg';
+import { migrate } from '../../lib/postgres/migrate';
+import { PostgresStore, type PostgresStoreOptions } from '../../lib/postgres/store';
+
+/** The PostgreSQL the jest global setup started. */
+export function postgresUrl(): string {
+  const url = process.env.POSTGRES_URL;
+  if (!url) throw new Error('POSTGRES_URL is not set: run tests through jest (global setup starts PostgreSQL)');
+  return url;
+}
+
+/**
+ * Counts round trips as the client lives them: a round trip starts whenever the client writes after it last read
+ * (or for the first time). Writes made back to back, before any reply could have been read (a pipelined BEGIN,
+ * statements and COMMIT), are one round trip; a write that had to wait for a reply starts another. Counted on the
+ * client's own socket, so it never depends on how the kernel or a proxy happens to split the bytes.
+ */
+export class RoundTrips {
+  #count = 0;
+
+  get count(): number {
+    return this.#count;
+  }
+
+  reset(): void {
+    this.#count = 0;
+  }
+
+  /** A socket factory for pg's `stream` option that counts on every connection it makes. */
+  socket(): () => Socket {
+    return () => {
+      const socket = new Socket();
+      let replied = true;
+      // Installed once connected: connecting resets a socket's own `write` to the prototype's.
+      socket.once('connect', () => {
+        const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
+        socket.write = ((...args: unknown[]) => {
+          if (replied) this.#count += 1;
+          replied = false;
+          return write(...args);
+        }) as Socket['write'];
+      });
+      socket.on('data', () => {
+        replied = true;
+      });
+      return socket;
+    };
+  }
+}
+
+export interface TestPostgres {
+  /** A pipelined pool of up to 8 connections, counting its round trips. */
+  readonly pool: Pool;
+  readonly roundTrips: RoundTrips;
+  /** This file's schema: the keys table, its functions, and an `effects (pk, sk)` table. */
+  readonly schema: string;
+  /** `"schema".effects`, quoted. */
+  readonly effectsTable: string;
+  /** Another pool on the same database (closed with the file), e.g. without pipelining, or through a proxy. */
+  pool2(config?: PoolConfig): Pool;
+  /** A store on this file's keys table. */
+  store(options?: Partial<PostgresStoreOptions>): PostgresStore;
+  /** How many effect rows hold this pk: the witness for "the effect happened". */
+  rowsUnder(pk: string): Promise<number>;
+}
+
+/**
+ * The PostgreSQL a test file works against: a schema of its own (created, migrated and given an effects table in
+ * `beforeAll`, dropped in `afterAll`), so files never see each other's data, and pools that are closed with it.
+ */
+export function testPostgres(): TestPostgres {
+  const schema = `test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const effectsTable = `"${schema}".effects`;
+  const roundTrips = new RoundTrips();
+  const pools: Pool[] = [];
+  const pool2 = (config: PoolConfig = {}) => {
+    const pool = new Pool({ connectionString: postgresUrl(), max: 8, idleTimeoutMillis: 0, ...config });
+    pool.on('error', () => undefined); // a connection a test broke on purpose, while idle
+    pools.push(pool);
+    return pool;
+  };
+  // Idle connections are kept (no idle timeout), so a later test never pays, or counts, a new connection's handshake.
+  const pool = pool2({ pipeline: true, stream: roundTrips.socket() });
+  beforeAll(async () => {
+    await migrate(pool, { schema });
+    await pool.query(`CREATE TABLE ${effectsTable} (pk text NOT NULL, sk text NOT NULL, PRIMARY KEY (pk, sk))`);
+  });
+  afterAll(async () => {
+    await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+    await Promise.all(pools.map((p) => p.end()));
+  });
+  return {
+    pool,
+    roundTrips,
+    schema,
+    effectsTable,
+    pool2,
+    store: (options = {}) => new PostgresStore({ pool, schema, leaseSeconds: 30, ...options }),
+    async rowsUnder(pk: string) {
+      const { rows } = await pool.query<{ count: string }>(`SELECT count(*) FROM ${effectsTable} WHERE pk = $1`, [pk]);
+      return Number(rows[0]?.count);
+    },
+  };
+}
