@@ -7,8 +7,9 @@ import type { EffectItem } from '../lib/dynamodb/store';
 import { systemClock } from '../lib/engine/clock';
 import { problemErrorHandler } from '../lib/http/error-handler';
 import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
-import { paymentsStore, processorClient } from '../lib/payments/config';
+import { processorClient } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
+import { dynamoDbData } from '../lib/payments/data-dynamodb';
 import { PaymentRequest } from '../lib/payments/schema';
 import { documentClient } from '../lib/runtime/clients';
 
@@ -19,7 +20,7 @@ import { documentClient } from '../lib/runtime/clients';
  * on its own (one PutItem) instead of in the commit transaction. A retry is a second payment.
  */
 const logger = new Logger({ serviceName: 'payments-no-idempotency' });
-const deps = { processor: processorClient(), payments: paymentsStore(), clock: systemClock };
+const deps = { processor: processorClient(), payments: dynamoDbData().payments, clock: systemClock };
 const client = documentClient();
 
 type PaymentContext = Context & WithBody<PaymentRequest>;

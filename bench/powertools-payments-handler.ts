@@ -9,8 +9,9 @@ import type { EffectItem } from '../lib/dynamodb/store';
 import { systemClock } from '../lib/engine/clock';
 import { problemErrorHandler } from '../lib/http/error-handler';
 import { validateJsonBody, type WithBody } from '../lib/http/validate-body';
-import { paymentsStore, processorClient } from '../lib/payments/config';
+import { processorClient } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
+import { dynamoDbData } from '../lib/payments/data-dynamodb';
 import { PaymentRequest } from '../lib/payments/schema';
 import { dynamoDbConfig } from '../lib/runtime/clients';
 import { requireEnv } from '../lib/runtime/env';
@@ -26,7 +27,7 @@ import { idempotencyTable } from '../lib/tables/definitions';
  * forwarded instead), and the payment row is written on its own, not in one transaction with the key's completion.
  */
 const logger = new Logger({ serviceName: 'payments' });
-const deps = { processor: processorClient(), payments: paymentsStore(), clock: systemClock };
+const deps = { processor: processorClient(), payments: dynamoDbData().payments, clock: systemClock };
 const client = new DynamoDBClient(dynamoDbConfig());
 const documentClient = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 const persistenceStore = new DynamoDBPersistenceLayer({

@@ -7,8 +7,7 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda';
-import { apiKeys } from '../lib/payments/config';
-import { documentClient } from '../lib/runtime/clients';
+import { serviceData } from '../lib/payments/config';
 import { tracing } from '../lib/runtime/tracing';
 
 /**
@@ -21,7 +20,8 @@ import { tracing } from '../lib/runtime/tracing';
  *   with 401 itself, without asking).
  */
 const logger = new Logger({ serviceName: 'payments-authorizer' });
-const keys = apiKeys();
+const data = serviceData();
+const keys = data.apiKeys;
 
 type AuthorizerEvent = APIGatewayTokenAuthorizerEvent | APIGatewayRequestAuthorizerEventV2;
 type AccountContext = { accountId: string };
@@ -47,7 +47,7 @@ async function authorize(event: AuthorizerEvent): Promise<AuthorizerResult> {
 }
 
 const authorizeEither = middy<AuthorizerEvent, AuthorizerResult>(authorize).use(
-  tracing('payments-authorizer', [documentClient()]),
+  tracing('payments-authorizer', data.tracedClients),
 );
 
 /** Each API's event gets its own answer: a TOKEN event an IAM policy, an HTTP API's REQUEST event a simple response. */

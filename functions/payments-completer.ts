@@ -3,9 +3,8 @@ import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import type { RecoveryReport } from 'keystone-idempotency/engine';
 import { MetricService, RecoveryBacklogMetric, RecoveryMetric } from '../lib/metrics/definitions';
-import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
+import { processorClient, serviceData } from '../lib/payments/config';
 import { recoverPayments } from '../lib/payments/recovery';
-import { documentClient } from '../lib/runtime/clients';
 import { numberEnv } from '../lib/runtime/env';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
@@ -23,7 +22,8 @@ import { COMPLETER_CONCURRENCY, COMPLETER_PAGE_SIZE, COMPLETER_STOP_MARGIN_MS } 
  */
 const logger = new Logger({ serviceName: 'payments-completer' });
 const metrics = serviceMetrics(MetricService.recovery);
-const deps = { store: idempotencyStore(), payments: paymentsStore(), processor: processorClient() };
+const data = serviceData();
+const deps = { store: data.store, payments: data.payments, processor: processorClient() };
 /**
  * Stop taking operations once one more might not finish its processor lookup. A run cut short is harmless (the
  * operation it held stays due, and comes back once recovery's own lease runs out), so the margin is only a courtesy.
@@ -42,12 +42,14 @@ async function completeAbandonedPayments(_event: ScheduledEvent, context: Contex
   if (report.abandoned > 0) metrics.addMetric(RecoveryMetric.abandoned, 'Count', report.abandoned);
   const waitedMs = report.oldestDue ? Math.max(0, Date.now() - report.oldestDue.recoverAt) : 0;
   metrics.addMetric(RecoveryBacklogMetric.oldestDueAge, 'Seconds', Math.round(waitedMs / 1000));
-  if (report.due > 0 || report.oldestDue) {
-    logger.info('recovery run', { ...report, oldestDueWaitedMs: waitedMs, durationMs: Date.now() - startedAt });
+  // Expired records go in batches where the database keeps them (PostgreSQL); DynamoDB's TTL deletes its own.
+  const purged = context.getRemainingTimeInMillis() > marginMs ? await data.purgeExpired() : 0;
+  if (report.due > 0 || report.oldestDue || purged > 0) {
+    logger.info('recovery run', { ...report, purged, oldestDueWaitedMs: waitedMs, durationMs: Date.now() - startedAt });
   }
   return report;
 }
 
 export const handler = middy<ScheduledEvent, RecoveryReport>(completeAbandonedPayments)
-  .use(tracing('payments-completer', [documentClient()]))
+  .use(tracing('payments-completer', data.tracedClients))
   .use(publishMetrics(metrics));

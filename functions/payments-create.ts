@@ -1,7 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { EffectItem } from 'keystone-idempotency/dynamodb';
 import { systemClock } from 'keystone-idempotency/engine';
 import {
   type HttpEvent,
@@ -15,10 +14,9 @@ import {
   type WithIdempotency,
 } from 'keystone-idempotency/http';
 import { MetricService } from '../lib/metrics/definitions';
-import { idempotencyStore, paymentsStore, processorClient } from '../lib/payments/config';
+import { processorClient, serviceData } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
 import { PaymentRequest } from '../lib/payments/schema';
-import { documentClient } from '../lib/runtime/clients';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
 
@@ -29,10 +27,11 @@ import { tracing } from '../lib/runtime/tracing';
  */
 const logger = new Logger({ serviceName: 'payments' });
 const metrics = serviceMetrics(MetricService.payments);
-const deps = { processor: processorClient(), payments: paymentsStore(), clock: systemClock };
-const store = idempotencyStore();
+const data = serviceData();
+const deps = { processor: processorClient(), payments: data.payments, clock: systemClock };
+const { store } = data;
 
-type PaymentContext = Context & WithIdempotency<EffectItem> & WithBody<PaymentRequest>;
+type PaymentContext = Context & WithIdempotency<unknown> & WithBody<PaymentRequest>;
 
 async function createPaymentHandler(event: HttpEvent, context: PaymentContext): Promise<APIGatewayProxyResult> {
   const accountId = requireAccountId(event);
@@ -41,7 +40,7 @@ async function createPaymentHandler(event: HttpEvent, context: PaymentContext): 
 
 export const handler = lambdaHandler(
   middy<HttpEvent, HttpResult, Error, PaymentContext>(createPaymentHandler)
-    .use(tracing('payments', [documentClient()]))
+    .use(tracing('payments', data.tracedClients))
     .use(publishMetrics(metrics))
     .use(problemErrorHandler({ logger }))
     .use(validateJsonBody(PaymentRequest))

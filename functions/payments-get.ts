@@ -8,9 +8,8 @@ import {
   problemErrorHandler,
   requireAccountId,
 } from 'keystone-idempotency/http';
-import { paymentsStore } from '../lib/payments/config';
+import { serviceData } from '../lib/payments/config';
 import { isPaymentId } from '../lib/payments/payment';
-import { documentClient } from '../lib/runtime/clients';
 import { tracing } from '../lib/runtime/tracing';
 
 /**
@@ -18,7 +17,8 @@ import { tracing } from '../lib/runtime/tracing';
  * API Gateway REST or HTTP API, which both route `{id}` into `pathParameters`.
  */
 const logger = new Logger({ serviceName: 'payments' });
-const payments = paymentsStore();
+const data = serviceData();
+const { payments } = data;
 
 type ApiGatewayEvent = APIGatewayProxyEvent | APIGatewayProxyEventV2;
 
@@ -32,5 +32,5 @@ async function getPaymentHandler(event: ApiGatewayEvent): Promise<APIGatewayProx
 }
 
 export const handler = middy<ApiGatewayEvent, HttpResult>(getPaymentHandler)
-  .use(tracing('payments', [documentClient()]))
+  .use(tracing('payments', data.tracedClients))
   .use(problemErrorHandler({ logger }));

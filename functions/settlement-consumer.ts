@@ -3,8 +3,7 @@ import middy from '@middy/core';
 import { systemClock } from 'keystone-idempotency/engine';
 import { byBodyField, makeSqsIdempotentHandler } from 'keystone-idempotency/sqs';
 import { MetricService } from '../lib/metrics/definitions';
-import { idempotencyStore, paymentsStore } from '../lib/payments/config';
-import { documentClient } from '../lib/runtime/clients';
+import { serviceData } from '../lib/payments/config';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
 import { mailerClient, settlementDeadLetterUrl, settlementQueueUrl, sqsClient } from '../lib/settlement/config';
@@ -19,23 +18,22 @@ import { settleFromEvent } from '../lib/settlement/settle';
 const logger = new Logger({ serviceName: 'settlement' });
 // Recovery has its own service dimension: settlement and the completer count into the same metrics.
 const metrics = serviceMetrics(MetricService.recovery);
-const payments = paymentsStore();
+const data = serviceData();
+const { payments, store } = data;
 
 const settle = makeSqsIdempotentHandler({
-  store: idempotencyStore(),
+  store,
   name: 'settlement',
   key: byBodyField('id'),
   process: settleFromEvent({
     payments,
     mailer: mailerClient(),
     clock: systemClock,
-    recovery: { store: idempotencyStore(), payments },
+    recovery: { store, payments },
     metrics,
   }),
   queue: { client: sqsClient(), url: settlementQueueUrl(), deadLetterUrl: settlementDeadLetterUrl() },
   logger,
 });
 
-export const handler = middy(settle)
-  .use(tracing('settlement', [documentClient()]))
-  .use(publishMetrics(metrics));
+export const handler = middy(settle).use(tracing('settlement', data.tracedClients)).use(publishMetrics(metrics));

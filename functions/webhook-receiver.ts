@@ -13,8 +13,7 @@ import {
 } from 'keystone-idempotency/http';
 import { sqsMessageBody } from 'keystone-idempotency/sqs';
 import { MetricService } from '../lib/metrics/definitions';
-import { idempotencyStore } from '../lib/payments/config';
-import { documentClient } from '../lib/runtime/clients';
+import { serviceData } from '../lib/payments/config';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { secretFromEnv } from '../lib/runtime/secrets';
 import { tracing } from '../lib/runtime/tracing';
@@ -29,7 +28,8 @@ import { verifyWebhookSignature } from '../lib/webhooks/verify-middleware';
  */
 const logger = new Logger({ serviceName: 'webhooks' });
 const metrics = serviceMetrics(MetricService.webhooks);
-const store = idempotencyStore();
+const data = serviceData();
+const { store } = data;
 const sqs = sqsClient();
 const queueUrl = settlementQueueUrl();
 const secret = secretFromEnv('PROCESSOR_WEBHOOK_SECRET');
@@ -51,7 +51,7 @@ async function receiveWebhook(_event: HttpEvent, context: WebhookContext): Promi
 }
 
 export const handler = middy<HttpEvent, HttpResult, Error, WebhookContext>(receiveWebhook)
-  .use(tracing('webhooks', [documentClient(), sqs]))
+  .use(tracing('webhooks', [...data.tracedClients, sqs]))
   .use(publishMetrics(metrics))
   .use(problemErrorHandler({ logger }))
   .use(verifyWebhookSignature({ secret, clock: systemClock }))

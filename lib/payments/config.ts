@@ -1,31 +1,72 @@
-import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
-import { DEFAULT_LEASE_SECONDS, DEFAULT_TTL_SECONDS } from 'keystone-idempotency/engine';
-import { documentClient } from '../runtime/clients';
+import { ConfigurationError, type IdempotencyStore } from 'keystone-idempotency/engine';
+import type { documentClient } from '../runtime/clients';
 import { numberEnv, requireEnv } from '../runtime/env';
-import { idempotencyTable, paymentsTable } from '../tables/definitions';
-import { ApiKeys } from './api-keys';
+import type { ApiKeyDirectory } from './api-keys';
+import { dynamoDbData } from './data-dynamodb';
+import { postgresData } from './data-postgres';
 import { ProcessorClient } from './processor-client';
-import { PaymentsStore } from './store';
+import type { PaymentsRepository } from './store';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** The payments service's collaborators, built once per container from its environment. */
-export function paymentsStore(env: Env = process.env): PaymentsStore {
-  return new PaymentsStore(documentClient(env), requireEnv(paymentsTable.envVar, env));
+/** Which database the service runs on: `STORE`, `dynamodb` (the default) or `postgres`. */
+export type StoreKind = 'dynamodb' | 'postgres';
+export const STORE_KINDS: readonly StoreKind[] = ['dynamodb', 'postgres'];
+
+export function storeKind(env: Env = process.env): StoreKind {
+  const kind = env.STORE || 'dynamodb';
+  if (!(STORE_KINDS as readonly string[]).includes(kind)) {
+    throw new ConfigurationError(`environment variable STORE must be one of ${STORE_KINDS.join(', ')}, got ${kind}`);
+  }
+  return kind as StoreKind;
 }
 
-export function apiKeys(env: Env = process.env): ApiKeys {
-  return new ApiKeys(documentClient(env), requireEnv(paymentsTable.envVar, env));
+/**
+ * The service's data on one database: the idempotency store and the service's own tables, with writes typed as that
+ * store's effects so that a payment row always commits with its key's completion. Handlers are written once, for any
+ * effect type; which one runs is the deployment's `STORE`.
+ */
+export interface ServiceData<TEffect> {
+  readonly kind: StoreKind;
+  readonly store: IdempotencyStore<TEffect>;
+  readonly payments: PaymentsRepository<TEffect>;
+  readonly apiKeys: ApiKeyDirectory;
+  /** The AWS SDK clients the data is read and written through, for the tracer to record (none on PostgreSQL). */
+  readonly tracedClients: readonly ReturnType<typeof documentClient>[];
+  /**
+   * Deletes records past their expiry, a batch at a time, where the database does not do it itself (PostgreSQL;
+   * DynamoDB's TTL does it there). The completer calls it after each run. Returns the rows deleted.
+   */
+  purgeExpired(): Promise<number>;
 }
 
-export function idempotencyStore(env: Env = process.env): DynamoDbStore {
-  return new DynamoDbStore({
-    client: documentClient(env),
-    tableName: requireEnv(idempotencyTable.envVar, env),
-    leaseSeconds: numberEnv('IDEMPOTENCY_LEASE_SECONDS', DEFAULT_LEASE_SECONDS, env),
-    ttlSeconds: numberEnv('IDEMPOTENCY_TTL_SECONDS', DEFAULT_TTL_SECONDS, env),
-  });
+/** The service's data for this container, built once per environment object (at cold start). */
+export function serviceData(env: Env = process.env): ServiceData<unknown> {
+  let data = built.get(env);
+  if (!data) {
+    data = dataOn(storeKind(env), env);
+    built.set(env, data);
+  }
+  return data;
 }
+
+/**
+ * Each store's code is loaded only where it can run: a deployed bundle is built for one store (`process.env.STORE` is
+ * a constant there, lib/infra/service-function.ts), and esbuild drops the branch that is false at bundle time, and
+ * with it the other store's module (the package has no side effects), so a DynamoDB function carries neither pg
+ * nor the RDS signer.
+ * Run from source, both are there.
+ */
+function dataOn(kind: StoreKind, env: Env): ServiceData<unknown> {
+  if (kind === 'postgres') {
+    if (process.env.STORE !== 'dynamodb') return postgresData(env);
+  } else if (process.env.STORE !== 'postgres') {
+    return dynamoDbData(env);
+  }
+  throw new ConfigurationError(`this function was bundled for STORE=${process.env.STORE}, and runs with STORE=${kind}`);
+}
+
+const built = new WeakMap<Env, ServiceData<unknown>>();
 
 export function processorClient(env: Env = process.env): ProcessorClient {
   return new ProcessorClient({

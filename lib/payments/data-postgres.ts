@@ -1,0 +1,22 @@
+import { type PostgresEffect, PostgresStore } from 'keystone-idempotency/postgres';
+import { postgresPool } from '../runtime/postgres';
+import type { ServiceData } from './config';
+import { lifetimes } from './lifetimes';
+import { PostgresApiKeys, PostgresPayments } from './postgres';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The service's data on PostgreSQL, typed by its statements. */
+export function postgresData(env: Env = process.env): ServiceData<PostgresEffect> {
+  const pool = postgresPool(env);
+  const schema = env.DATABASE_SCHEMA ? { schema: env.DATABASE_SCHEMA } : {};
+  const store = new PostgresStore({ pool, ...schema, ...lifetimes(env) });
+  return {
+    kind: 'postgres',
+    store,
+    payments: new PostgresPayments(pool, schema),
+    apiKeys: new PostgresApiKeys(pool, schema),
+    tracedClients: [],
+    purgeExpired: () => store.purgeExpired(),
+  };
+}
