@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Page, Route } from 'playwright-core';
 import { DEMO_ACCOUNT_ID } from '../../../lib/local/demo';
 import type { Charge } from '../../../lib/sandbox/processor';
 import { type Sandbox, startSandbox } from '../../../lib/sandbox/processor';
@@ -74,6 +74,26 @@ async function tap(number: number, how: 'click' | 'keyboard' = 'click'): Promise
   return (await demoCharges()).filter((charge) => !before.has(charge.id));
 }
 
+/** Longer than two requests fired together ever drift apart here, and well under the page's hold. */
+const DUPLICATE_LAG_MS = 300;
+
+/** Holds back the second `POST /payments` the page sends (a duplicate's first attempt) by `ms`, once. */
+async function delaySecondPaymentPost(ms: number): Promise<{ delayed(): number; remove(): Promise<void> }> {
+  let posts = 0;
+  let delayed = 0;
+  const url = `${stack.url}/payments`;
+  const handler = async (route: Route) => {
+    posts += 1;
+    if (route.request().method() === 'POST' && posts === 2) {
+      delayed += 1;
+      await new Promise((resolve) => setTimeout(resolve, ms));
+    }
+    await route.continue();
+  };
+  await page.route(url, handler);
+  return { delayed: () => delayed, remove: () => page.unroute(url, handler) };
+}
+
 async function keysOf(tap: number): Promise<string[]> {
   return tapEntry(tap).locator('.request .key').allTextContents();
 }
@@ -102,15 +122,22 @@ describe('the double-tap demo page', () => {
     await oneKeySwitch().focus();
     await page.keyboard.press('Space');
     expect(await oneKeySwitch().isChecked()).toBe(true);
-    const charges = await tap(2, 'keyboard');
+    // The second request is held back on its way, as a loaded machine can: the held original is still running.
+    const lateDuplicate = await delaySecondPaymentPost(DUPLICATE_LAG_MS);
+    const charges = await tap(2, 'keyboard').finally(lateDuplicate.remove);
+    expect(lateDuplicate.delayed()).toBe(1);
     expect(charges).toHaveLength(1);
     expect(await counter().textContent()).toBe(String(charges.length));
     const [keyA, keyB] = await keysOf(2);
     expect(keyA).toBe(keyB);
     const log = await tapEntry(2).textContent();
+    // The page held the original's charge, so the duplicate always arrives while it runs: never a race.
+    expect(log).toContain('charge held 1.5 s');
     expect(log).toContain('409 in flight · Retry-After 1 s');
     expect(log).toContain('201 replayed · Idempotent-Replayed: true');
     expect(log).toContain(charges[0]?.id);
+    expect(await page.locator('#verdict').textContent()).toContain('The duplicate was told 409 (in flight)');
+    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]); // the hold was used by this tap
     await page.screenshot({ path: join(SCREENSHOTS, 'demo-2-one-key.png'), fullPage: true });
   });
 
