@@ -1,13 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Page, Route } from 'playwright-core';
 import { DEMO_ACCOUNT_ID } from '../../../lib/local/demo';
 import type { Charge } from '../../../lib/sandbox/processor';
-import { type Sandbox, startSandbox } from '../../../lib/sandbox/processor';
 import { getJson } from '../../sandbox/client';
 import { type HeadlessChromium, launchChromium } from '../../support/chromium';
-import { type StackProcess, startStackProcess } from '../../support/local-stack-process';
+import { e2eStack } from '../../support/e2e-stack';
 
 /**
  * The double-tap page in a real browser (headless Chromium), served by the local stack process, paying through the
@@ -20,38 +18,27 @@ jest.setTimeout(120_000);
 const SCREENSHOTS = process.env.DEMO_SCREENSHOT_DIR ?? join(__dirname, '..', '..', '..', '.local', 'screenshots');
 const TAP_TIMEOUT_MS = 30_000;
 
-let sandbox: Sandbox;
-let stack: StackProcess;
+const e2e = e2eStack({ name: 'demo', settings: { PROCESSOR_TIMEOUT_MS: '5000' } });
 let browser: HeadlessChromium;
 let page: Page;
 const requested: string[] = [];
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-  stack = await startStackProcess({
-    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-    PROCESSOR_URL: sandbox.url,
-    IDEMPOTENCY_TABLE: `demo-idem-${randomUUID().slice(0, 8)}`,
-    PAYMENTS_TABLE: `demo-pay-${randomUUID().slice(0, 8)}`,
-    PROCESSOR_TIMEOUT_MS: '5000',
-  });
   await mkdir(SCREENSHOTS, { recursive: true });
   browser = await launchChromium();
   page = await browser.context.newPage();
   page.on('request', (request) => requested.push(request.url()));
   await page.setViewportSize({ width: 1280, height: 900 });
-  await page.goto(`${stack.url}/`);
+  await page.goto(`${e2e.url}/`);
   await page.locator('#pay:not([disabled])').waitFor({ timeout: TAP_TIMEOUT_MS });
 });
 afterAll(async () => {
   await browser?.close();
-  await stack?.stop();
-  await sandbox?.close();
 });
 
 /** The processor's ledger for the page's account: the witness the counter must agree with. */
 async function demoCharges(): Promise<Charge[]> {
-  const charges = await getJson<Charge[]>(`${sandbox.url}/charges`);
+  const charges = await getJson<Charge[]>(`${e2e.sandbox.url}/charges`);
   return charges.filter((charge) => charge.metadata.account_id === DEMO_ACCOUNT_ID);
 }
 
@@ -81,7 +68,7 @@ const DUPLICATE_LAG_MS = 300;
 async function delaySecondPaymentPost(ms: number): Promise<{ delayed(): number; remove(): Promise<void> }> {
   let posts = 0;
   let delayed = 0;
-  const url = `${stack.url}/payments`;
+  const url = `${e2e.url}/payments`;
   const handler = async (route: Route) => {
     posts += 1;
     if (route.request().method() === 'POST' && posts === 2) {
@@ -137,7 +124,7 @@ describe('the double-tap demo page', () => {
     expect(log).toContain('201 replayed · Idempotent-Replayed: true');
     expect(log).toContain(charges[0]?.id);
     expect(await page.locator('#verdict').textContent()).toContain('The duplicate was told 409 (in flight)');
-    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]); // the hold was used by this tap
+    expect(await getJson(`${e2e.sandbox.url}/__faults`)).toEqual([]); // the hold was used by this tap
     await page.screenshot({ path: join(SCREENSHOTS, 'demo-2-one-key.png'), fullPage: true });
   });
 
@@ -150,7 +137,7 @@ describe('the double-tap demo page', () => {
     expect(log).toContain('502 processor reply lost · Retry-After 1 s');
     expect(log).toMatch(/retried after \d+\.\d s/);
     expect(await page.locator('#verdict').textContent()).toContain("The processor's reply was lost (502)");
-    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]); // the armed fault was used by this tap
+    expect(await getJson(`${e2e.sandbox.url}/__faults`)).toEqual([]); // the armed fault was used by this tap
     await page.screenshot({ path: join(SCREENSHOTS, 'demo-3-flaky-network.png'), fullPage: true });
   });
 
@@ -164,18 +151,18 @@ describe('the double-tap demo page', () => {
   });
 
   it('resets: log and counter cleared, a pending lost reply disarmed', async () => {
-    await page.request.post(`${stack.url}/demo/flaky`); // armed, but no tap will use it
-    expect(await getJson(`${sandbox.url}/__faults`)).toHaveLength(1);
+    await page.request.post(`${e2e.url}/demo/flaky`); // armed, but no tap will use it
+    expect(await getJson(`${e2e.sandbox.url}/__faults`)).toHaveLength(1);
     await page.getByRole('button', { name: 'Reset' }).click();
     await page.locator('#log-empty:not([hidden])').waitFor();
     expect(await counter().textContent()).toBe('–');
     expect(await page.locator('#log li').count()).toBe(0);
     expect(await page.locator('#since-reset').textContent()).toBe('0 charges for 0 taps since reset.');
-    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]);
+    expect(await getJson(`${e2e.sandbox.url}/__faults`)).toEqual([]);
   });
 
   it('loaded nothing from outside its own origin', () => {
     expect(requested.length).toBeGreaterThan(0);
-    expect(requested.filter((url) => !url.startsWith(`${stack.url}/`))).toEqual([]);
+    expect(requested.filter((url) => !url.startsWith(`${e2e.url}/`))).toEqual([]);
   });
 });
