@@ -129,6 +129,7 @@ async function startPlainApi(stack: LocalStack, processorUrl: string, log: Local
       PROCESSOR_URL: processorUrl,
       POWERTOOLS_METRICS_DISABLED: 'true',
     },
+    tsconfig: join(__dirname, '..', 'tsconfig.json'),
   });
   try {
     const api = await startApiGateway({

@@ -36,12 +36,14 @@ export interface RunningFunctions {
  * `process.env` is `environment`: the functions read their configuration there at import, and nothing is written
  * to this process's environment (source-functions.ts).
  */
-export async function startSourceService(environment: Readonly<Record<string, string | undefined>>) {
-  const running = await startSourceFunctions({
+export function startSourceService(
+  environment: Readonly<Record<string, string | undefined>>,
+): Promise<RunningFunctions> {
+  return startSourceFunctions({
     functions: serviceFunctions.map((spec) => ({ name: spec.id, entry: join(ROOT, spec.entry) })),
     environment,
+    tsconfig: join(ROOT, 'tsconfig.json'),
   });
-  return { handlers: running.handlers, stop: () => running.stop() } satisfies RunningFunctions;
 }
 
 /** The API's routes: one per route function, behind the TOKEN authorizer where its definition asks for it. */

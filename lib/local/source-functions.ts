@@ -21,6 +21,8 @@ export interface SourceFunctionsOptions {
    * process's environment reaches them but what is in here, and nothing in here reaches this process's.
    */
   readonly environment: Readonly<Record<string, string | undefined>>;
+  /** The tsconfig.json that compiles the entries (its `paths` resolve their imports). Default: tsx's own lookup. */
+  readonly tsconfig?: string;
 }
 
 /** Functions running from their sources, in a runtime of their own. */
@@ -136,7 +138,7 @@ class SourceRuntime {
 
   static start(options: SourceFunctionsOptions): Promise<SourceRuntime> {
     const worker = new Worker(RUNTIME_SCRIPT, {
-      workerData: { functions: options.functions },
+      workerData: { functions: options.functions, tsconfig: options.tsconfig },
       env: definedOnly(options.environment),
       // Not the parent's flags (tsx's own loader among them, under `tsx`): the runtime registers what it needs.
       execArgv: [],

@@ -24,8 +24,14 @@ import { errorReport, lambdaContext, runtimeError } from './lambda-protocol.mjs'
 
 const startedAt = performance.now();
 const { register } = await import('tsx/cjs/api');
-// The repository's modules are CommonJS TypeScript: tsx's require hook compiles them, as `tsx bin/local.ts` does.
+// The repository's modules are CommonJS TypeScript: tsx's require hook compiles them, as `tsx bin/local.ts` does,
+// with the tsconfig named (its `paths`), whatever the working directory. tsx reads it from the environment once,
+// here; the functions' environment is left as it was given.
+const given = process.env.TSX_TSCONFIG_PATH;
+if (workerData.tsconfig) process.env.TSX_TSCONFIG_PATH = workerData.tsconfig;
 register();
+if (given === undefined) delete process.env.TSX_TSCONFIG_PATH;
+else process.env.TSX_TSCONFIG_PATH = given;
 const require = createRequire(import.meta.url);
 
 /** @type {Map<string, Function>} */

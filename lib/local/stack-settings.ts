@@ -50,7 +50,7 @@ export const SOURCE_DEFAULTS: StackSettings = {
   completerIntervalSeconds: 10,
 };
 
-/** Whether `CONSUMER_FUNCTION_TIMEOUT_MS` sets the function's timeout (the queue's consumers), or `API_FUNCTION_TIMEOUT_MS`. */
+/** Whether CONSUMER_FUNCTION_TIMEOUT_MS sets the function's timeout (the queue's consumer), or API_FUNCTION_TIMEOUT_MS. */
 const isQueueConsumer = (spec: FunctionSpec) => spec.trigger.kind === 'settlement-queue';
 
 /**
