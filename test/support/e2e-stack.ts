@@ -6,20 +6,6 @@ import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { eventually } from './eventually';
 import { type StackProcess, startStackProcess } from './local-stack-process';
 
-/**
- * The end-to-end fixture: the local stack process (`bin/local.ts`, what `npm start` runs) with these settings, its
- * own tables and settlement queue, against the run's DynamoDB Local, a sandbox processor (and mailer) and an SQS
- * emulator that belong to the test. Those outlive the stack, so a test can crash it mid-request and start it again
- * on the same port, with the same settings, against the same state.
- *
- * Call it at the top of a file or of a `describe`: it starts everything in `beforeAll` and stops it in `afterAll`
- * (which also clears the sandbox's faults after each test). Its values are readable once `beforeAll` has run.
- *
- * @example
- * const e2e = e2eStack({ name: 'settlement', apiKeys: { sk_test_s: 'acct_s' }, webhooks: true,
- *   settings: { IDEMPOTENCY_LEASE_SECONDS: '2', ... } });
- * it('settles', async () => { await fetch(`${e2e.url}/payments`, ...); e2e.sandbox.charges(); });
- */
 export interface E2eStackOptions {
   /** Begins the names of the stack's tables and queue, which are unique to this fixture. */
   readonly name: string;
@@ -75,6 +61,20 @@ export interface E2eStack {
   startTwin(): Promise<StackProcess>;
 }
 
+/**
+ * The end-to-end fixture: the local stack process (`bin/local.ts`, what `npm start` runs) with these settings, its
+ * own tables and settlement queue, against the run's DynamoDB Local, a sandbox processor (and mailer) and an SQS
+ * emulator that belong to the test. Those outlive the stack, so a test can crash it mid-request and start it again
+ * on the same port, with the same settings, against the same state.
+ *
+ * Call it at the top of a file or of a `describe`: it starts everything in `beforeAll` and stops it in `afterAll`
+ * (which also clears the sandbox's faults after each test). Its values are readable once `beforeAll` has run.
+ *
+ * @example
+ * const e2e = e2eStack({ name: 'settlement', apiKeys: { sk_test_s: 'acct_s' }, webhooks: true,
+ *   settings: { IDEMPOTENCY_LEASE_SECONDS: '2', ... } });
+ * it('settles', async () => { await fetch(`${e2e.url}/payments`, ...); e2e.sandbox.charges(); });
+ */
 export function e2eStack(options: E2eStackOptions): E2eStack {
   let port = 0;
   let sandbox: Sandbox | undefined;
