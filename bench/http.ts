@@ -130,6 +130,7 @@ async function startPlainApi(stack: LocalStack, processorUrl: string, log: Local
       POWERTOOLS_METRICS_DISABLED: 'true',
     },
     tsconfig: join(__dirname, '..', 'tsconfig.json'),
+    log,
   });
   try {
     const api = await startApiGateway({

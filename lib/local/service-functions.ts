@@ -38,11 +38,13 @@ export interface RunningFunctions {
  */
 export function startSourceService(
   environment: Readonly<Record<string, string | undefined>>,
+  log: LocalLog,
 ): Promise<RunningFunctions> {
   return startSourceFunctions({
     functions: serviceFunctions.map((spec) => ({ name: spec.id, entry: join(ROOT, spec.entry) })),
     environment,
     tsconfig: join(ROOT, 'tsconfig.json'),
+    log,
   });
 }
 

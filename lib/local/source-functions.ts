@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import type { Context } from 'aws-lambda';
 import { type InvocationContext, type LambdaErrorReport, LambdaRuntimeError } from './execution-environment';
 import type { LambdaHandler } from './lambda-invoke';
+import { consoleLog, type LocalLog } from './log';
 
 /** The worker script: Lambda's Node.js runtime for TypeScript sources (see it for the protocol). */
 const RUNTIME_SCRIPT = join(__dirname, 'source-runtime.mjs');
@@ -23,6 +24,8 @@ export interface SourceFunctionsOptions {
   readonly environment: Readonly<Record<string, string | undefined>>;
   /** The tsconfig.json that compiles the entries (its `paths` resolve their imports). Default: tsx's own lookup. */
   readonly tsconfig?: string;
+  /** Where a crash of the runtime is reported (the invocations it ends fail too). Default: the console. */
+  readonly log?: LocalLog;
 }
 
 /** Functions running from their sources, in a runtime of their own. */
@@ -147,7 +150,7 @@ class SourceRuntime {
     worker.on('error', (error) => {
       // An uncaught error in a handler ends the worker, as it would end a Lambda execution environment.
       crash = error;
-      process.stderr.write(`source functions: the runtime crashed: ${error.stack ?? error.message}\n`);
+      (options.log ?? consoleLog).error('the runtime of the functions run from source crashed', { error });
     });
     const exit = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     return new Promise((resolve, reject) => {

@@ -116,7 +116,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     ]);
     // Stopped after everything that invokes them (stoppers run in reverse).
     const functions = addresses.then(async () => {
-      const running = deployed ? await startBundles(deployed, env, settings, log) : await startSources(env);
+      const running = deployed ? await startBundles(deployed, env, settings, log) : await startSources(env, log);
       stoppers.push(() => running.stop());
       return running;
     });
@@ -169,10 +169,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 }
 
 /** The functions from their sources, in a worker whose `process.env` is this stack's `env`. */
-async function startSources(env: Env): Promise<RunningFunctions> {
+async function startSources(env: Env, log: LocalLog): Promise<RunningFunctions> {
   // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
   env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  return startSourceService(env);
+  return startSourceService(env, log);
 }
 
 /**
