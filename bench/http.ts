@@ -124,7 +124,7 @@ async function startPlainApi(stack: LocalStack, processorUrl: string, log: Local
     ],
     environment: {
       ...process.env,
-      DYNAMODB_ENDPOINT: stack.dynamoDbEndpoint,
+      DYNAMODB_ENDPOINT: stack.databaseUrl,
       PAYMENTS_TABLE: stack.tables.payments,
       PROCESSOR_URL: processorUrl,
       POWERTOOLS_METRICS_DISABLED: 'true',

