@@ -1,9 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { type ApiGateway, type ProxyHandler, startApiGateway } from '../lib/local/api-gateway';
+import { startApiGateway } from '../lib/local/api-gateway';
 import type { LocalLog } from '../lib/local/log';
+import { startSourceFunctions } from '../lib/local/source-functions';
 import { type LocalStack, startLocalStack } from '../lib/local/stack';
 import { type Sandbox, startSandbox } from '../lib/sandbox/processor';
 import { interleave, type LatencySummary, now, summarize } from './measure';
@@ -80,7 +82,7 @@ export async function measureHttp(options: HttpOptions): Promise<HttpResult> {
   // payments route is being measured (and the API without idempotency has no such route).
   const sandbox = await startSandbox({ port: 0 });
   let stack: LocalStack | undefined;
-  let plain: ApiGateway | undefined;
+  let plain: PlainApi | undefined;
   try {
     stack = await startLocalStack({
       env: {
@@ -93,7 +95,7 @@ export async function measureHttp(options: HttpOptions): Promise<HttpResult> {
       },
       log,
     });
-    plain = await startPlainApi(log);
+    plain = await startPlainApi(stack, sandbox.url, log);
     const run: Run = {
       urls: { idempotent: stack.apiUrl, 'no-idempotency': plain.url },
       sandbox,
@@ -109,28 +111,59 @@ export async function measureHttp(options: HttpOptions): Promise<HttpResult> {
   }
 }
 
-/** The same POST /payments route, authorizer and timeouts as the local stack, with the no-idempotency handler. */
-async function startPlainApi(log: LocalLog): Promise<ApiGateway> {
-  // Imported only now: handlers read their configuration at import, and the stack has just set it.
-  const [plainHandler, authorizer] = await Promise.all([
-    import('./payments-no-idempotency'),
-    import('../functions/authorizer'),
-  ]);
-  return startApiGateway({
-    port: 0,
-    routes: [
-      {
-        method: 'POST',
-        resource: '/payments',
-        handler: plainHandler.handler as unknown as ProxyHandler,
-        authorizer: { handler: authorizer.handler, functionName: 'authorizer' },
-        timeoutMs: FUNCTION_TIMEOUT_MS,
-      },
+/**
+ * The same POST /payments route, authorizer and timeouts as the local stack, with the no-idempotency handler. Its
+ * functions run the way the stack runs its own, from their sources in a worker (lib/local/source-functions.ts), so
+ * that both APIs pay the same hop from the gateway to the handler.
+ */
+async function startPlainApi(stack: LocalStack, processorUrl: string, log: LocalLog): Promise<PlainApi> {
+  const functions = await startSourceFunctions({
+    functions: [
+      { name: 'payments-no-idempotency', entry: join(__dirname, 'payments-no-idempotency.ts') },
+      { name: 'authorizer', entry: join(__dirname, '..', 'functions', 'authorizer.ts') },
     ],
-    integrationTimeoutMs: INTEGRATION_TIMEOUT_MS,
-    functionTimeoutMs: FUNCTION_TIMEOUT_MS,
+    environment: {
+      ...process.env,
+      DYNAMODB_ENDPOINT: stack.databaseUrl,
+      PAYMENTS_TABLE: stack.tables.payments,
+      PROCESSOR_URL: processorUrl,
+      POWERTOOLS_METRICS_DISABLED: 'true',
+    },
+    tsconfig: join(__dirname, '..', 'tsconfig.json'),
     log,
   });
+  try {
+    const api = await startApiGateway({
+      port: 0,
+      routes: [
+        {
+          method: 'POST',
+          resource: '/payments',
+          handler: functions.handlers.get('payments-no-idempotency')!,
+          authorizer: { handler: functions.handlers.get('authorizer')!, functionName: 'authorizer' },
+          timeoutMs: FUNCTION_TIMEOUT_MS,
+        },
+      ],
+      integrationTimeoutMs: INTEGRATION_TIMEOUT_MS,
+      functionTimeoutMs: FUNCTION_TIMEOUT_MS,
+      log,
+    });
+    return {
+      url: api.url,
+      close: async () => {
+        await api.close();
+        await functions.stop();
+      },
+    };
+  } catch (error) {
+    await functions.stop();
+    throw error;
+  }
+}
+
+interface PlainApi {
+  readonly url: string;
+  close(): Promise<void>;
 }
 
 /** What every scenario works with. */

@@ -5,6 +5,7 @@ import type { ItemSizes } from './item-sizes';
 import type { Machine } from './machine';
 import { isDuplicatePath, PATH_LABELS } from './paths';
 import { ASSUMPTIONS } from './projection';
+import type { SettlementResult } from './settlement';
 import type { StormSummary } from './storm';
 import type { CorrectnessCheck, PathRow, TargetCheck } from './targets';
 import { VARIANT_LABELS } from './variants';
@@ -19,6 +20,8 @@ export interface BenchReport {
   readonly storms: readonly StormSummary[];
   readonly itemSizes: ItemSizes;
   readonly http: HttpResult | undefined;
+  /** Absent from runs before it was measured here (it was a test until then), and when skipped. */
+  readonly settlement?: SettlementResult;
   readonly coldStart: ColdStartResult | undefined;
   readonly assumptions: typeof ASSUMPTIONS;
   readonly targets: readonly TargetCheck[];
@@ -173,6 +176,37 @@ export function renderReport(report: BenchReport): string {
             result.cpuMsPerRequest.dynamoDb === undefined ? 'n/a' : ms(result.cpuMsPerRequest.dynamoDb)
           }`,
         ]),
+      ),
+      '',
+    );
+  }
+
+  if (report.settlement) {
+    const { burst, earlyEvent } = report.settlement;
+    out.push(
+      heading(
+        'Settlement: charge to settled, through the signed event, the webhook receiver, the queue and the consumer',
+      ),
+      table(
+        ['case', 'payments', 'p50', 'p99', 'max', 'every one settled, one receipt'],
+        [
+          [
+            `${burst.payments} at once`,
+            String(burst.payments),
+            ms(burst.chargeToSettledMs.p50),
+            ms(burst.chargeToSettledMs.p99),
+            ms(burst.chargeToSettledMs.max),
+            burst.allSettledOnce ? 'yes' : 'NO',
+          ],
+          [
+            `event before the payment (answer ${earlyEvent.answerDelayMs} ms after the charge)`,
+            String(earlyEvent.chargeToSettledMs.count),
+            ms(earlyEvent.chargeToSettledMs.p50),
+            ms(earlyEvent.chargeToSettledMs.p99),
+            ms(earlyEvent.chargeToSettledMs.max),
+            '',
+          ],
+        ],
       ),
       '',
     );

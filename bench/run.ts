@@ -7,14 +7,16 @@
  *      mismatch), with DynamoDB requests and capacity metered on each variant's client;
  *   3. a duplicate storm per variant, in interleaved rounds, asserting one effect per key;
  *   4. end to end over HTTP against the local stack, idempotency on and off;
- *   5. cold start: bundle size and import time of the payments function, next to a Powertools equivalent.
+ *   5. settlement: charge to settled through webhook, queue and consumer, for a burst and for early events;
+ *   6. cold start: bundle size and import time of the payments function, next to a Powertools equivalent.
  * Prints a report, writes it to bench/results/latest.json (and a chart, latest.html), exits 1 only when a correctness
  * assertion fails.
  *
  *   BENCH_CALLS=500          calls per variant and path          BENCH_WARMUP=50     unmeasured rounds first
  *   BENCH_STORM_ROUNDS=3     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
  *   BENCH_HTTP_REQUESTS=1000 per API for first requests/replays  BENCH_HTTP_STORMS=10 50-way double taps per API
- *   BENCH_SKIP=http,cold     leave parts out (also: storm)       BENCH_OUT=bench/results/latest.json
+ *   BENCH_SETTLEMENT_BURST=50 payments settled at once           BENCH_SETTLEMENT_EARLY=5 early events, in turn
+ *   BENCH_SKIP=http,settlement,cold  leave parts out (also: storm)  BENCH_OUT=bench/results/latest.json
  *   BENCH_PATHS=replay_cached  measure only these paths (default: every path)
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -30,6 +32,7 @@ import { interleave, medianRatioInterval, now } from './measure';
 import { measurePath, PATH_NAMES, type PathResult } from './paths';
 import { ASSUMPTIONS, callCost } from './projection';
 import { type BenchReport, renderReport } from './report';
+import { measureSettlement, type SettlementResult } from './settlement';
 import { DEFAULT_STORM, runStorm, type StormRun, summarizeStorms } from './storm';
 import { checkCorrectness, checkTargets, type PathRow } from './targets';
 import { createVariants } from './variants';
@@ -48,6 +51,8 @@ const settings = {
   httpConnections: 10,
   httpStorms: positive('BENCH_HTTP_STORMS', 10),
   httpStormWidth: 50,
+  settlementBurst: positive('BENCH_SETTLEMENT_BURST', 50),
+  settlementEarlyEvents: positive('BENCH_SETTLEMENT_EARLY', 5),
   coldRuns: positive('BENCH_COLD_RUNS', 10),
   skip: list(process.env.BENCH_SKIP),
   paths: list(process.env.BENCH_PATHS),
@@ -63,7 +68,8 @@ async function main(): Promise<number> {
   let paths: PathResult[] = [];
   const stormRuns: StormRun[] = [];
   let http: HttpResult | undefined;
-  let report: Omit<BenchReport, 'coldStart' | 'targets' | 'correctness' | 'durationSeconds'>;
+  let settlement: SettlementResult | undefined;
+  let report: Omit<BenchReport, 'coldStart' | 'settlement' | 'targets' | 'correctness' | 'durationSeconds'>;
   try {
     progress('calibrating DynamoDB Local');
     const calibration = await calibrate(db.endpoint, settings.calibrationOperations);
@@ -114,6 +120,14 @@ async function main(): Promise<number> {
         stormWidth: settings.httpStormWidth,
       });
     }
+    if (!settings.skip.includes('settlement')) {
+      progress('settlement');
+      settlement = await measureSettlement({
+        dynamoDbEndpoint: db.endpoint,
+        burst: settings.settlementBurst,
+        earlyEvents: settings.settlementEarlyEvents,
+      });
+    }
   } finally {
     await stopDb();
   }
@@ -125,10 +139,11 @@ async function main(): Promise<number> {
   const full: BenchReport = {
     ...report,
     http,
+    settlement,
     coldStart,
     durationSeconds: (now() - started) / 1000,
-    targets: checkTargets(report.paths, report.storms, coldStart),
-    correctness: checkCorrectness(report.paths, report.storms, http),
+    targets: checkTargets(report.paths, report.storms, coldStart, settlement),
+    correctness: checkCorrectness(report.paths, report.storms, http, settlement),
   };
   console.log(`\n${renderReport(full)}`);
   await mkdir(dirname(OUT), { recursive: true });

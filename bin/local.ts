@@ -5,6 +5,7 @@
  *   PORT                       API port (default 3000; 0 picks a free one)
  *   PROCESSOR_PORT             the sandbox processor's port (default: a free one)
  *   DYNAMODB_ENDPOINT          use this DynamoDB (Local) instead of starting one
+ *   STORE                      postgres: run on PostgreSQL (embedded, or DATABASE_URL) instead of DynamoDB
  *   PROCESSOR_URL              use this processor instead of starting the sandbox
  *   LOCAL_API_KEYS             "key1:acct_1,key2:acct_2" (default: two demo accounts, keys printed below)
  */
@@ -21,7 +22,8 @@ async function main(): Promise<void> {
     banner({
       apiUrl: stack.apiUrl,
       processorUrl: stack.processorUrl,
-      dynamoDbEndpoint: stack.dynamoDbEndpoint,
+      store: stack.store,
+      databaseUrl: stack.databaseUrl,
       sqsEndpoint: stack.sqsEndpoint,
       settlementQueueUrl: stack.settlementQueue.queueUrl,
       demoUrl: stack.demoUrl,

@@ -18,11 +18,14 @@ export const TRY_IT_COMMANDS: readonly string[] = [
 export interface BannerFacts {
   readonly apiUrl: string;
   readonly processorUrl: string;
-  readonly dynamoDbEndpoint: string;
+  /** Which database the service runs on, and where it is. */
+  readonly store: 'dynamodb' | 'postgres';
+  readonly databaseUrl: string;
   readonly sqsEndpoint: string;
   readonly settlementQueueUrl: string;
   /** The double-tap demo page. */
   readonly demoUrl: string;
+  /** DynamoDB's tables; on PostgreSQL, the schema (in both fields). */
   readonly tables: { readonly idempotency: string; readonly payments: string };
   readonly apiKeys: readonly { readonly apiKey: string; readonly accountId: string }[];
 }
@@ -45,7 +48,9 @@ export function banner(facts: BannerFacts): string {
     `  demo page          ${facts.demoUrl}  (double tap: one key per payment, or one per request)`,
     `  OpenAPI            ${facts.apiUrl}/openapi.json`,
     `  sandbox processor  ${facts.processorUrl}  (GET /charges lists every charge; test cards and faults: README)`,
-    `  DynamoDB           ${facts.dynamoDbEndpoint}  tables ${facts.tables.idempotency}, ${facts.tables.payments}`,
+    facts.store === 'postgres'
+      ? `  PostgreSQL         ${facts.databaseUrl}  schema ${facts.tables.idempotency}: idempotency_keys, payments, api_keys`
+      : `  DynamoDB           ${facts.databaseUrl}  tables ${facts.tables.idempotency}, ${facts.tables.payments}`,
     `  SQS                ${facts.sqsEndpoint}  settlement queue ${facts.settlementQueueUrl}`,
     `  webhooks           ${facts.apiUrl}/webhooks/processor (signed by the sandbox processor)`,
     '',

@@ -1,8 +1,10 @@
 import { basename } from 'node:path';
+import { serviceFunctions } from '../infra/functions';
 import { bundledEnvironment, type LocalValues } from './bundled-environment';
 import { type BundledFunction, type BundledFunctionOptions, startBundledFunction } from './bundled-function';
 import type { DeployedStack } from './cloud-assembly';
-import { SERVICE_FUNCTIONS, type ServiceFunction, type ServiceHandlers } from './service-functions';
+import { localName } from './service-definitions';
+import type { RunningFunctions } from './service-functions';
 import type { StackSettings } from './stack-settings';
 
 export interface BundledServiceOptions {
@@ -15,12 +17,11 @@ export interface BundledServiceOptions {
 }
 
 /** The service's functions running from their bundles. */
-export interface BundledService {
-  readonly handlers: ServiceHandlers;
-  readonly functions: ReadonlyMap<ServiceFunction, BundledFunction>;
+export interface BundledService extends RunningFunctions {
+  /** By construct id. */
+  readonly functions: ReadonlyMap<string, BundledFunction>;
   /** One line per function: the bundle it runs, and what of its template's environment was replaced. */
   readonly summary: readonly string[];
-  stop(): Promise<void>;
 }
 
 /**
@@ -38,26 +39,26 @@ export async function startBundledService(options: BundledServiceOptions): Promi
     PROCESSOR_TIMEOUT_MS: String(settings.processorTimeoutMs),
   };
   // Every environment first: a template this stack can't run locally is refused before any process starts.
-  const plans = (Object.keys(SERVICE_FUNCTIONS) as ServiceFunction[]).map((key) => {
-    const deployed = stack.function(SERVICE_FUNCTIONS[key].constructId);
+  const plans = serviceFunctions.map((spec) => {
+    const deployed = stack.function(spec.id);
     const environment = bundledEnvironment(deployed, (id) => stack.resourceType(id), local, overrides);
-    return { key, deployed, environment, bundle: `${basename(deployed.codeDirectory)} (${deployed.handler})` };
+    return { spec, deployed, environment, bundle: `${basename(deployed.codeDirectory)} (${deployed.handler})` };
   });
   const summary = plans.map(
-    ({ key, deployed, environment, bundle }) =>
-      `${deployed.id}: ${bundle}, ${settings.timeoutsMs[key] / 1000} s` +
+    ({ spec, deployed, environment, bundle }) =>
+      `${deployed.id}: ${bundle}, ${(settings.timeoutsMs[spec.id] ?? 0) / 1000} s` +
       `; local stand-ins: ${environment.substituted.join(', ') || 'none'}` +
       (environment.overridden.length > 0 ? `; overridden: ${environment.overridden.join(', ')}` : ''),
   );
 
-  const functions = new Map<ServiceFunction, BundledFunction>();
+  const functions = new Map<string, BundledFunction>();
   const stopAll = () => Promise.all([...functions.values()].map((fn) => fn.stop())).then(() => undefined);
   try {
-    for (const { key, deployed, environment } of plans) {
+    for (const { spec, deployed, environment } of plans) {
       functions.set(
-        key,
+        spec.id,
         startBundledFunction({
-          functionName: SERVICE_FUNCTIONS[key].name,
+          functionName: localName(spec),
           codeDirectory: deployed.codeDirectory,
           handler: deployed.handler,
           runtime: deployed.runtime,
@@ -67,7 +68,7 @@ export async function startBundledService(options: BundledServiceOptions): Promi
         }),
       );
     }
-    const inits = await Promise.allSettled(plans.map(({ key }) => functions.get(key)!.warm()));
+    const inits = await Promise.allSettled(plans.map(({ spec }) => functions.get(spec.id)!.warm()));
     const failures = inits.flatMap((init, index) => {
       const { deployed, bundle } = plans[index]!;
       return init.status === 'rejected' ? [`${deployed.id} from ${bundle}: ${describe(init.reason)}`] : [];
@@ -75,16 +76,8 @@ export async function startBundledService(options: BundledServiceOptions): Promi
     if (failures.length > 0) {
       throw new Error(`The bundled functions failed to initialise:\n${failures.map((f) => `  - ${f}`).join('\n')}`);
     }
-    const handler = (key: ServiceFunction) => functions.get(key)!.handler;
     return {
-      handlers: {
-        paymentsCreate: handler('paymentsCreate'),
-        paymentsGet: handler('paymentsGet'),
-        authorizer: handler('authorizer'),
-        webhookReceiver: handler('webhookReceiver'),
-        settlementConsumer: handler('settlementConsumer'),
-        paymentsCompleter: handler('paymentsCompleter'),
-      },
+      handlers: new Map([...functions].map(([id, fn]) => [id, fn.handler])),
       functions,
       summary,
       stop: stopAll,

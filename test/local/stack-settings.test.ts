@@ -7,12 +7,12 @@ const TEMPLATE: StackSettings = {
   ttlSeconds: 86_400,
   processorTimeoutMs: 8_000,
   timeoutsMs: {
-    paymentsCreate: 12_000,
-    paymentsGet: 12_000,
-    authorizer: 5_000,
-    webhookReceiver: 12_000,
-    settlementConsumer: 30_000,
-    paymentsCompleter: 60_000,
+    PaymentsCreate: 12_000,
+    PaymentsGet: 12_000,
+    Authorizer: 5_000,
+    WebhookReceiver: 12_000,
+    SettlementConsumer: 30_000,
+    PaymentsCompleter: 60_000,
   },
   integrationTimeoutMs: 10_000,
   authorizerResultTtlSeconds: 0,
@@ -42,12 +42,12 @@ describe('stackSettings', () => {
       leaseSeconds: 4,
       processorTimeoutMs: 2_000,
       timeoutsMs: {
-        paymentsCreate: 3_000,
-        paymentsGet: 3_000,
-        authorizer: 3_000,
-        webhookReceiver: 3_000,
-        settlementConsumer: 3_000,
-        paymentsCompleter: 3_000,
+        PaymentsCreate: 3_000,
+        PaymentsGet: 3_000,
+        Authorizer: 3_000,
+        WebhookReceiver: 3_000,
+        SettlementConsumer: 3_000,
+        PaymentsCompleter: 3_000,
       },
       // Kept under the API functions' timeout, as the local stack always has it.
       integrationTimeoutMs: 2_500,
@@ -58,7 +58,7 @@ describe('stackSettings', () => {
 
   it('keeps the consumer within the visibility timeout', () => {
     const settings = stackSettings({ SETTLEMENT_VISIBILITY_SECONDS: '20' }, TEMPLATE);
-    expect(settings.timeoutsMs.settlementConsumer).toBe(20_000);
+    expect(settings.timeoutsMs.SettlementConsumer).toBe(20_000);
   });
 
   it("starts from the local stack's own defaults for the functions run from source", () => {

@@ -188,10 +188,13 @@ describe('chargeLookup (what the completer asks the processor)', () => {
     await fetch(`${sandbox.url}/__faults`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ mode: 'delay', ms: 800 }),
+      body: JSON.stringify({ mode: 'delay', ms: 1800 }), // under the client's 2 s timeout
     });
     const charging = chargeUnder(lease);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the request is now at the processor, delayed
+    // The request drew the delay: it is at the processor, holding the key for 1.8 s (a window, not a race).
+    while (((await (await fetch(`${sandbox.url}/__faults`)).json()) as unknown[]).length > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
     const resolve = chargeLookup({ store, payments, processor });
     expect(await resolve(lease)).toEqual({ kind: 'retry', reason: expect.stringMatching(/still working/) });
     expect(await charging).toBeDefined();

@@ -1,6 +1,6 @@
 import type { Charge } from '../../lib/sandbox/charges';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
-import { getJson, injectFault, newKey, postCharge, postJson, visaCharge } from './client';
+import { eventually, getJson, injectFault, newKey, postCharge, postJson, visaCharge } from './client';
 
 describe('sandbox charges', () => {
   let sandbox: Sandbox;
@@ -112,9 +112,10 @@ describe('sandbox charges', () => {
 
     it('answers 409 while the first request with the key is still working, then the charge', async () => {
       const key = newKey();
-      await injectFault(sandbox, { mode: 'delay', ms: 400 });
+      await injectFault(sandbox, { mode: 'delay', ms: 3000 });
       const charging = postCharge<Charge>(sandbox, key);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The delay was drawn: the first request holds the key, for 3 s (a window, not a race with the request).
+      await eventually(async () => expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]));
       const during = await lookUp(key);
       expect(during.status).toBe(409);
       expect(await during.json()).toMatchObject({

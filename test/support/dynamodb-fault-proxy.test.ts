@@ -7,6 +7,7 @@ import {
   type RequestMatcher,
   startDynamoDbFaultProxy,
 } from './dynamodb-fault-proxy';
+import { eventually } from './eventually';
 
 /** The proxy's faults, against DynamoDB Local and the real SDK: what each does to a write and what the caller sees. */
 const db = testDatabase();
@@ -91,14 +92,14 @@ describe('startDynamoDbFaultProxy', () => {
   it('holds a reply it delays, while the write is already applied', async () => {
     const pk = randomUUID();
     const { command, match } = putOf(pk);
-    proxy.arm({ match, fault: { mode: 'delay-reply', ms: 1500 }, count: 1 });
+    proxy.arm({ match, fault: { mode: 'delay-reply', ms: 5000 }, count: 1 });
     const startedAt = Date.now();
     const put = throughProxy().send(command);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(await stored(pk)).toBe(true);
+    // The write lands while its reply is held: seen from DynamoDB, within the 5 s the proxy holds it.
+    await eventually(() => stored(pk), Boolean, 4000);
     expect(proxy.requests(match).map((request) => request.outcome)).toEqual(['pending']);
     await put;
-    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1500);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(5000);
     expect(proxy.requests(match).map((request) => request.outcome)).toEqual([200]);
   });
 

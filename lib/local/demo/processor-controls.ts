@@ -42,6 +42,15 @@ export class ProcessorControls {
     await this.call('POST', '/__faults', { mode: 'drop_after_charge', count: 1 });
   }
 
+  /**
+   * Arms one `delay`: the processor's next charge waits `ms` before it is made and answered. The demo holds the
+   * original of a one-key double tap this way, so that its duplicate always arrives while the original is running,
+   * however fast the machine (a real processor takes about as long).
+   */
+  async holdNextCharge(ms: number): Promise<void> {
+    await this.call('POST', '/__faults', { mode: 'delay', ms, count: 1 });
+  }
+
   /** Disarms every pending fault (the sandbox has one fault queue for all its callers). */
   async clearFaults(): Promise<void> {
     await this.call('DELETE', '/__faults');

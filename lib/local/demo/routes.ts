@@ -3,7 +3,7 @@ import { problemResponse } from 'keystone-idempotency/http';
 import type { Route } from '../api-gateway';
 import type { PageAssets } from './page-assets';
 import { ProcessorControlError, type ProcessorControls } from './processor-controls';
-import type { DemoCharges, DemoConfig } from './wire';
+import type { DemoCharges, DemoConfig, DemoHold } from './wire';
 
 /**
  * The demo's routes on the local API Gateway, beside the payments API: the page must share the API's origin (the
@@ -14,6 +14,8 @@ import type { DemoCharges, DemoConfig } from './wire';
  *   GET    /demo/styles.css
  *   GET    /demo/config       the demo account's id and API key
  *   GET    /demo/charges      the processor's charges for the demo account (its ledger, filtered)
+ *   POST   /demo/hold         holds the next charge for HOLD_MS (a delay fault): a double tap's original is still
+ *                             running when its duplicate arrives
  *   POST   /demo/flaky        arms one lost processor reply (drop_after_charge) for the next charge
  *   DELETE /demo/flaky        disarms pending faults
  *
@@ -25,6 +27,14 @@ export interface DemoRoutesOptions {
   readonly config: DemoConfig;
   readonly processor: ProcessorControls;
 }
+
+/**
+ * How long the processor holds the original of a one-key double tap. Long enough that the duplicate, sent in the
+ * same instant, arrives while it runs even on a loaded machine; short enough that the duplicate's first retry
+ * (after the 1 s Retry-After) may still see it in flight, and its second gets the replay well within the client's
+ * five attempts.
+ */
+export const HOLD_MS = 1500;
 
 /** The page may load only what its own origin serves: no CDN, no font, nothing that needs the internet. */
 const CONTENT_SECURITY_POLICY =
@@ -60,6 +70,16 @@ export function demoRoutes({ assets, config, processor }: DemoRoutesOptions): Ro
       handler: withProcessor(async () => {
         const body: DemoCharges = { accountId, charges: await processor.chargesOf(accountId) };
         return json(200, body);
+      }),
+    },
+    {
+      method: 'POST',
+      resource: '/demo/hold',
+      functionName: 'demo-hold',
+      handler: withProcessor(async () => {
+        await processor.holdNextCharge(HOLD_MS);
+        const body: DemoHold = { holdMs: HOLD_MS };
+        return json(201, body);
       }),
     },
     {

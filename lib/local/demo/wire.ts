@@ -25,3 +25,8 @@ export interface DemoCharges {
   readonly accountId: string;
   readonly charges: readonly LedgerCharge[];
 }
+
+/** `POST /demo/hold`: the processor will hold the next charge this long before making it and answering. */
+export interface DemoHold {
+  readonly holdMs: number;
+}

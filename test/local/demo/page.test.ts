@@ -1,13 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Page, Route } from 'playwright-core';
 import { DEMO_ACCOUNT_ID } from '../../../lib/local/demo';
 import type { Charge } from '../../../lib/sandbox/processor';
-import { type Sandbox, startSandbox } from '../../../lib/sandbox/processor';
 import { getJson } from '../../sandbox/client';
 import { type HeadlessChromium, launchChromium } from '../../support/chromium';
-import { type StackProcess, startStackProcess } from '../../support/local-stack-process';
+import { e2eStack } from '../../support/e2e-stack';
 
 /**
  * The double-tap page in a real browser (headless Chromium), served by the local stack process, paying through the
@@ -20,38 +18,27 @@ jest.setTimeout(120_000);
 const SCREENSHOTS = process.env.DEMO_SCREENSHOT_DIR ?? join(__dirname, '..', '..', '..', '.local', 'screenshots');
 const TAP_TIMEOUT_MS = 30_000;
 
-let sandbox: Sandbox;
-let stack: StackProcess;
+const e2e = e2eStack({ name: 'demo', settings: { PROCESSOR_TIMEOUT_MS: '5000' } });
 let browser: HeadlessChromium;
 let page: Page;
 const requested: string[] = [];
 
 beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-  stack = await startStackProcess({
-    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-    PROCESSOR_URL: sandbox.url,
-    IDEMPOTENCY_TABLE: `demo-idem-${randomUUID().slice(0, 8)}`,
-    PAYMENTS_TABLE: `demo-pay-${randomUUID().slice(0, 8)}`,
-    PROCESSOR_TIMEOUT_MS: '5000',
-  });
   await mkdir(SCREENSHOTS, { recursive: true });
   browser = await launchChromium();
   page = await browser.context.newPage();
   page.on('request', (request) => requested.push(request.url()));
   await page.setViewportSize({ width: 1280, height: 900 });
-  await page.goto(`${stack.url}/`);
+  await page.goto(`${e2e.url}/`);
   await page.locator('#pay:not([disabled])').waitFor({ timeout: TAP_TIMEOUT_MS });
 });
 afterAll(async () => {
   await browser?.close();
-  await stack?.stop();
-  await sandbox?.close();
 });
 
 /** The processor's ledger for the page's account: the witness the counter must agree with. */
 async function demoCharges(): Promise<Charge[]> {
-  const charges = await getJson<Charge[]>(`${sandbox.url}/charges`);
+  const charges = await getJson<Charge[]>(`${e2e.sandbox.url}/charges`);
   return charges.filter((charge) => charge.metadata.account_id === DEMO_ACCOUNT_ID);
 }
 
@@ -72,6 +59,26 @@ async function tap(number: number, how: 'click' | 'keyboard' = 'click'): Promise
   }
   await page.locator(`#log li[data-tap="${number}"][aria-busy="false"]`).waitFor({ timeout: TAP_TIMEOUT_MS });
   return (await demoCharges()).filter((charge) => !before.has(charge.id));
+}
+
+/** Longer than two requests fired together ever drift apart here, and well under the page's hold. */
+const DUPLICATE_LAG_MS = 300;
+
+/** Holds back the second `POST /payments` the page sends (a duplicate's first attempt) by `ms`, once. */
+async function delaySecondPaymentPost(ms: number): Promise<{ delayed(): number; remove(): Promise<void> }> {
+  let posts = 0;
+  let delayed = 0;
+  const url = `${e2e.url}/payments`;
+  const handler = async (route: Route) => {
+    posts += 1;
+    if (route.request().method() === 'POST' && posts === 2) {
+      delayed += 1;
+      await new Promise((resolve) => setTimeout(resolve, ms));
+    }
+    await route.continue();
+  };
+  await page.route(url, handler);
+  return { delayed: () => delayed, remove: () => page.unroute(url, handler) };
 }
 
 async function keysOf(tap: number): Promise<string[]> {
@@ -102,15 +109,22 @@ describe('the double-tap demo page', () => {
     await oneKeySwitch().focus();
     await page.keyboard.press('Space');
     expect(await oneKeySwitch().isChecked()).toBe(true);
-    const charges = await tap(2, 'keyboard');
+    // The second request is held back on its way, as a loaded machine can: the held original is still running.
+    const lateDuplicate = await delaySecondPaymentPost(DUPLICATE_LAG_MS);
+    const charges = await tap(2, 'keyboard').finally(lateDuplicate.remove);
+    expect(lateDuplicate.delayed()).toBe(1);
     expect(charges).toHaveLength(1);
     expect(await counter().textContent()).toBe(String(charges.length));
     const [keyA, keyB] = await keysOf(2);
     expect(keyA).toBe(keyB);
     const log = await tapEntry(2).textContent();
+    // The page held the original's charge, so the duplicate always arrives while it runs: never a race.
+    expect(log).toContain('charge held 1.5 s');
     expect(log).toContain('409 in flight · Retry-After 1 s');
     expect(log).toContain('201 replayed · Idempotent-Replayed: true');
     expect(log).toContain(charges[0]?.id);
+    expect(await page.locator('#verdict').textContent()).toContain('The duplicate was told 409 (in flight)');
+    expect(await getJson(`${e2e.sandbox.url}/__faults`)).toEqual([]); // the hold was used by this tap
     await page.screenshot({ path: join(SCREENSHOTS, 'demo-2-one-key.png'), fullPage: true });
   });
 
@@ -123,7 +137,7 @@ describe('the double-tap demo page', () => {
     expect(log).toContain('502 processor reply lost · Retry-After 1 s');
     expect(log).toMatch(/retried after \d+\.\d s/);
     expect(await page.locator('#verdict').textContent()).toContain("The processor's reply was lost (502)");
-    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]); // the armed fault was used by this tap
+    expect(await getJson(`${e2e.sandbox.url}/__faults`)).toEqual([]); // the armed fault was used by this tap
     await page.screenshot({ path: join(SCREENSHOTS, 'demo-3-flaky-network.png'), fullPage: true });
   });
 
@@ -137,18 +151,18 @@ describe('the double-tap demo page', () => {
   });
 
   it('resets: log and counter cleared, a pending lost reply disarmed', async () => {
-    await page.request.post(`${stack.url}/demo/flaky`); // armed, but no tap will use it
-    expect(await getJson(`${sandbox.url}/__faults`)).toHaveLength(1);
+    await page.request.post(`${e2e.url}/demo/flaky`); // armed, but no tap will use it
+    expect(await getJson(`${e2e.sandbox.url}/__faults`)).toHaveLength(1);
     await page.getByRole('button', { name: 'Reset' }).click();
     await page.locator('#log-empty:not([hidden])').waitFor();
     expect(await counter().textContent()).toBe('–');
     expect(await page.locator('#log li').count()).toBe(0);
     expect(await page.locator('#since-reset').textContent()).toBe('0 charges for 0 taps since reset.');
-    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]);
+    expect(await getJson(`${e2e.sandbox.url}/__faults`)).toEqual([]);
   });
 
   it('loaded nothing from outside its own origin', () => {
     expect(requested.length).toBeGreaterThan(0);
-    expect(requested.filter((url) => !url.startsWith(`${stack.url}/`))).toEqual([]);
+    expect(requested.filter((url) => !url.startsWith(`${e2e.url}/`))).toEqual([]);
   });
 });

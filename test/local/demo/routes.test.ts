@@ -1,7 +1,7 @@
 import { type ApiGateway, startApiGateway } from '../../../lib/local/api-gateway';
 import { buildPageAssets } from '../../../lib/local/demo/page-assets';
 import { ProcessorControls } from '../../../lib/local/demo/processor-controls';
-import { demoRoutes } from '../../../lib/local/demo/routes';
+import { demoRoutes, HOLD_MS } from '../../../lib/local/demo/routes';
 import type { DemoCharges } from '../../../lib/local/demo/wire';
 import { freePort } from '../../../lib/local/free-port';
 import { silentLog } from '../../../lib/local/log';
@@ -54,6 +54,17 @@ describe('demo routes', () => {
     expect((await fetch(`${gateway.url}/demo/flaky`, { method: 'POST' })).status).toBe(201);
     expect(await getJson(`${sandbox.url}/__faults`)).toEqual([
       { mode: 'drop_after_charge', count: 1, remaining: 1, target: 'charges' },
+    ]);
+    expect((await fetch(`${gateway.url}/demo/flaky`, { method: 'DELETE' })).status).toBe(200);
+    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]);
+  });
+
+  it("hold exactly one charge for the page's double tap", async () => {
+    const armed = await fetch(`${gateway.url}/demo/hold`, { method: 'POST' });
+    expect(armed.status).toBe(201);
+    expect(await armed.json()).toEqual({ holdMs: HOLD_MS });
+    expect(await getJson(`${sandbox.url}/__faults`)).toEqual([
+      { mode: 'delay', ms: HOLD_MS, count: 1, remaining: 1, target: 'charges' },
     ]);
     expect((await fetch(`${gateway.url}/demo/flaky`, { method: 'DELETE' })).status).toBe(200);
     expect(await getJson(`${sandbox.url}/__faults`)).toEqual([]);

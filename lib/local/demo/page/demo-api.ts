@@ -1,4 +1,4 @@
-import type { DemoCharges, DemoConfig } from '../wire';
+import type { DemoCharges, DemoConfig, DemoHold } from '../wire';
 
 /**
  * The local stack's demo routes, on the page's own origin: the demo account's key, the processor's ledger for that
@@ -7,6 +7,8 @@ import type { DemoCharges, DemoConfig } from '../wire';
 export const demoApi = {
   config: () => call<DemoConfig>('GET', '/demo/config'),
   charges: () => call<DemoCharges>('GET', '/demo/charges'),
+  /** Holds the processor's next charge for a while (the answer says how long): the original stays in flight. */
+  holdNextCharge: () => call<DemoHold>('POST', '/demo/hold'),
   /** Arms one lost reply: the processor's next charge is made, then its answer dropped. */
   loseNextReply: () => call<unknown>('POST', '/demo/flaky'),
   /** Disarms a lost reply that no tap used. */

@@ -34,7 +34,12 @@ function statusWords(attempt: Attempt & { kind: 'response' }): string {
 
 /** The wait before a retry, as the log shows it between two attempts. */
 export function describeWait(waitedMs: number): string {
-  return `↻ retried after ${(waitedMs / 1000).toFixed(1)} s`;
+  return `↻ retried after ${describeSeconds(waitedMs)}`;
+}
+
+/** Milliseconds as seconds, to a tenth: `1.5 s`. */
+export function describeSeconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
 }
 
 /** How a request ended, in a few words. */
@@ -56,9 +61,10 @@ export function describeResult(result: PaymentResult): string {
 /** What one tap did to the card, judged from the processor's ledger, and why. */
 export function verdict(outcome: TapOutcome, settings: TapSettings): string {
   const count = outcome.charges.length;
-  const statuses = outcome.results.flatMap((result) =>
-    result.attempts.map((attempt) => (attempt.kind === 'response' ? attempt.status : 0)),
+  const responses = outcome.results.flatMap((result) =>
+    result.attempts.filter((attempt) => attempt.kind === 'response'),
   );
+  const statuses = responses.map((attempt) => attempt.status);
   if (count === 0) return 'Nothing was charged.';
   if (count > 1) {
     return settings.oneKey
@@ -71,7 +77,11 @@ export function verdict(outcome: TapOutcome, settings: TapSettings): string {
       "The processor's reply was lost (502); the retry, under the same key, got back the charge it had made.",
     );
   }
-  if (statuses.includes(409))
+  if (statuses.includes(409)) {
     reasons.push('The duplicate was told 409 (in flight), waited, and got the answer replayed.');
+  } else if (responses.some((attempt) => attempt.replayed)) {
+    // The processor's hold makes this rare, but it is what happened when it does: say so, not the usual story.
+    reasons.push('The original had already finished when the duplicate arrived: it got the answer replayed at once.');
+  }
   return reasons.join(' ');
 }

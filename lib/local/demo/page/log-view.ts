@@ -1,6 +1,6 @@
 import type { Attempt } from 'keystone-idempotency/client';
 import type { PaymentResult } from '../../../payments/client';
-import { describeAttempt, describeResult, describeWait } from './describe';
+import { describeAttempt, describeResult, describeSeconds, describeWait } from './describe';
 import type { TapListener, TapOutcome, TapRequest, TapSettings } from './tap';
 
 /**
@@ -26,7 +26,12 @@ export class TapEntry implements TapListener {
     log.prepend(this.#item);
   }
 
-  started(requests: readonly TapRequest[]): void {
+  started(requests: readonly TapRequest[], heldMs: number | null): void {
+    if (heldMs !== null) {
+      this.#item
+        .querySelector('.tap-head')
+        ?.append(element('span', { className: 'tag', text: `charge held ${describeSeconds(heldMs)}` }));
+    }
     for (const request of requests) {
       const row = element('div', { className: 'request' });
       row.dataset.request = request.label;

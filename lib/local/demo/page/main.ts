@@ -60,9 +60,9 @@ async function tap(client: PaymentsClient): Promise<void> {
   let requests: Parameters<TapEntry['finished']>[1] = [];
   try {
     const outcome = await doubleTap(client, demoApi, PAYMENT, settings, {
-      started: (started) => {
+      started: (started, heldMs) => {
         requests = started;
-        entry.started(started);
+        entry.started(started, heldMs);
       },
       attempt: (request, attempt) => entry.attempt(request, attempt),
     });
