@@ -10,10 +10,9 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  * middy and ky are ESM-only: let swc transform them (and point jest at middy's entry file).
  * @type {import('jest').Config}
  */
-module.exports = {
+const base = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.(t|j)s$': ['@swc/jest'] },
   transformIgnorePatterns: ['/node_modules/(?!(@middy|@redocly|ky)/)'],
   moduleNameMapper: {
@@ -26,6 +25,40 @@ module.exports = {
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-  testTimeout: 30_000,
+};
+
+/**
+ * The end-to-end suites that run on both stores: the same files, a second time with the local stack on PostgreSQL
+ * (the e2e fixture reads E2E_STORE). The DynamoDB fault proxy's suite and the PostgreSQL wire proxy's each run on
+ * their own store only.
+ */
+const ON_BOTH_STORES = [
+  '**/test/e2e/payments.test.ts',
+  '**/test/e2e/recovery.test.ts',
+  '**/test/e2e/recovery-backlog.test.ts',
+  '**/test/e2e/settlement.test.ts',
+  '**/test/e2e/settlement-latency.test.ts',
+  '**/test/e2e/client.test.ts',
+  '**/test/local/demo/page.test.ts',
+];
+const POSTGRES_ONLY = ['**/test/e2e/postgres-faults.test.ts'];
+
+module.exports = {
+  // Global options (jest reads these at the root, not per project).
   maxWorkers: 2,
+  testTimeout: 30_000,
+  projects: [
+    {
+      ...base,
+      displayName: 'dynamodb',
+      testMatch: ['**/*.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', ...POSTGRES_ONLY.map((glob) => glob.replace('**', ''))],
+    },
+    {
+      ...base,
+      displayName: 'postgres',
+      testMatch: [...ON_BOTH_STORES, ...POSTGRES_ONLY],
+      setupFiles: ['<rootDir>/test/support/e2e-on-postgres.ts'],
+    },
+  ],
 };

@@ -1,16 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { BatchGetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { scopedKey } from '../../lib/engine/key';
 import { RecordStatus } from '../../lib/engine/record';
-import { freePort } from '../../lib/local/free-port';
-import { type LocalSqs, startLocalSqs } from '../../lib/local/sqs';
 import { stackSettings, timingsOf } from '../../lib/local/stack-settings';
 import { RecoveryBacklogMetric } from '../../lib/metrics/definitions';
 import type { Charge } from '../../lib/sandbox/charges';
-import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { recoveryThroughput, worstOperationMs } from '../../lib/timing/timing';
-import { localDocumentClient } from '../support/dynamodb';
-import { type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { e2eStack } from '../support/e2e-stack';
 
 /**
  * A backlog must never outlive its records (issue 17). Payments abandoned at once, each charged with its answer lost
@@ -28,7 +23,6 @@ import { type StackProcess, startStackProcess } from '../support/local-stack-pro
 const PAYMENTS = 200;
 const LEASE_SECONDS = 6;
 const TTL_SECONDS = 16;
-const SECRET = 'whsec_e2e_backlog';
 const API_KEY = 'sk_test_backlog';
 const ACCOUNT = 'acct_backlog';
 /** Requests in flight at once, to abandon the payments together (and to retry them). */
@@ -36,12 +30,7 @@ const CLIENTS = 20;
 /** Clients that come back as soon as the stack does, while their operations are still unfinished. */
 const RETURNING = 20;
 
-const env: Record<string, string> = {
-  PROCESSOR_WEBHOOK_SECRET: SECRET,
-  IDEMPOTENCY_TABLE: `e2e-backlog-idem-${randomUUID().slice(0, 8)}`,
-  PAYMENTS_TABLE: `e2e-backlog-pay-${randomUUID().slice(0, 8)}`,
-  SETTLEMENT_QUEUE_NAME: `backlog-${randomUUID().slice(0, 8)}`,
-  LOCAL_API_KEYS: `${API_KEY}:${ACCOUNT}`,
+const settings: Record<string, string> = {
   IDEMPOTENCY_LEASE_SECONDS: String(LEASE_SECONDS),
   IDEMPOTENCY_TTL_SECONDS: String(TTL_SECONDS),
   API_FUNCTION_TIMEOUT_MS: '5000',
@@ -53,44 +42,19 @@ const env: Record<string, string> = {
   // The metrics as CloudWatch would receive them (EMF lines on stdout): the completer's backlog age is checked.
   POWERTOOLS_METRICS_DISABLED: 'false',
 };
-const timings = timingsOf(stackSettings(env));
+const timings = timingsOf(stackSettings(settings));
 /** What the settings guarantee however slowly the processor answers: 70 s for 200 (the measured drain: about 16 s). */
 const DRAIN_BOUND_MS = recoveryThroughput(timings, worstOperationMs(timings)).drainMs(PAYMENTS);
 jest.setTimeout(120_000 + DRAIN_BOUND_MS);
 
-let sandbox: Sandbox;
-let sqs: LocalSqs;
-let port: number;
-let stack: StackProcess | undefined;
-const db = localDocumentClient();
-
-beforeAll(async () => {
-  port = await freePort();
-  sqs = await startLocalSqs();
-  sandbox = await startSandbox({
-    port: 0,
-    webhookUrl: `http://127.0.0.1:${port}/webhooks/processor`,
-    webhookSecret: SECRET,
-    // Every charge.succeeded event is recorded and never delivered: only the completer can record these payments.
-    webhooksEnabled: false,
-  });
-  Object.assign(env, {
-    DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-    PROCESSOR_URL: sandbox.url,
-    SQS_ENDPOINT: sqs.endpoint,
-  });
-});
-afterAll(async () => {
-  await stack?.stop();
-  await sandbox?.close();
-  await sqs?.close();
-  db.destroy();
-});
+// Without webhooks: every charge.succeeded event is recorded and never delivered, so only the completer can record
+// these payments.
+const e2e = e2eStack({ name: 'e2e-backlog', apiKeys: { [API_KEY]: ACCOUNT }, settings });
 
 const card = { amount: 1999, currency: 'usd', source: 'tok_visa', description: 'Backlog' };
 
 function pay(key: string) {
-  return fetch(`${stack!.url}/payments`, {
+  return fetch(`${e2e.url}/payments`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${API_KEY}`, 'Content-Type': 'application/json', 'Idempotency-Key': key },
     body: JSON.stringify(card),
@@ -109,44 +73,19 @@ async function inParallel<T, R>(items: readonly T[], width: number, each: (item:
 }
 
 function chargesFor(clientKey: string): Charge[] {
-  return sandbox.charges().filter((charge) => charge.metadata.operation_key?.endsWith(`|${clientKey}`));
+  return e2e.sandbox.charges().filter((charge) => charge.metadata.operation_key?.endsWith(`|${clientKey}`));
 }
 
-/** The idempotency records of these client keys, as stored (raw attributes), in the keys' order. */
-async function recordsOf(clientKeys: readonly string[]): Promise<(Record<string, unknown> | undefined)[]> {
-  const pks = clientKeys.map((key) => scopedKey({ accountId: ACCOUNT, operation: 'POST /payments', key }));
-  const found = new Map<string, Record<string, unknown>>();
-  for (let start = 0; start < pks.length; start += 100) {
-    const { Responses } = await db.send(
-      new BatchGetCommand({
-        RequestItems: {
-          [env.IDEMPOTENCY_TABLE!]: { Keys: pks.slice(start, start + 100).map((pk) => ({ pk })), ConsistentRead: true },
-        },
-      }),
-    );
-    for (const item of Responses?.[env.IDEMPOTENCY_TABLE!] ?? []) found.set(String(item.pk), item);
-  }
-  return pks.map((pk) => found.get(pk));
+/** The idempotency records of these client keys, as the stack's own store reads them, in the keys' order. */
+function recordsOf(clientKeys: readonly string[]) {
+  return inParallel(clientKeys, 10, (key) =>
+    e2e.data.store.get(scopedKey({ accountId: ACCOUNT, operation: 'POST /payments', key })),
+  );
 }
 
-/** Every payment row of the account, read from the table itself. */
-async function paymentRows(): Promise<Record<string, unknown>[]> {
-  const rows: Record<string, unknown>[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await db.send(
-      new QueryCommand({
-        TableName: env.PAYMENTS_TABLE,
-        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :payment)',
-        ExpressionAttributeValues: { ':pk': `ACCOUNT#${ACCOUNT}`, ':payment': 'PAYMENT#' },
-        ConsistentRead: true,
-        ...(start ? { ExclusiveStartKey: start } : {}),
-      }),
-    );
-    rows.push(...(page.Items ?? []));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return rows;
+/** Every payment row of the account, read from the database itself. */
+function paymentRows(): Promise<Record<string, unknown>[]> {
+  return e2e.data.payments(ACCOUNT);
 }
 
 /** Every value the completer published for how long the oldest operation it left due had waited, in order. */
@@ -193,7 +132,7 @@ async function payUntilAnswered(key: string): Promise<LateAnswer> {
 
 /** The client key a payment row belongs to, through the charge it was recorded from. */
 function clientKeyOf(row: Record<string, unknown>): string {
-  const charge = sandbox.charges().find((candidate) => candidate.id === row.charge_id);
+  const charge = e2e.sandbox.charges().find((candidate) => candidate.id === row.charge_id);
   const operationKey = charge?.metadata.operation_key;
   if (!operationKey) throw new Error(`no charge of ours behind payment row ${JSON.stringify(row)}`);
   return operationKey.slice(operationKey.lastIndexOf('|') + 1);
@@ -224,9 +163,8 @@ function retriesAsRecorded(exempt: ReadonlySet<string>) {
 
 describe('a backlog of payments whose clients never come back', () => {
   it('outlives no record: every charge ends as one payment, however long the completer was away', async () => {
-    stack = await startStackProcess(env, port);
     const clientKeys = Array.from({ length: PAYMENTS }, () => randomUUID());
-    await fetch(`${sandbox.url}/__faults`, {
+    await fetch(`${e2e.sandbox.url}/__faults`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ mode: 'drop_after_charge', count: PAYMENTS }),
@@ -236,7 +174,7 @@ describe('a backlog of payments whose clients never come back', () => {
     const statuses = await inParallel(clientKeys, CLIENTS, async (key) => (await pay(key)).status);
     const lastAttemptEnded = Date.now();
     expect(new Set(statuses)).toEqual(new Set([502]));
-    expect(sandbox.charges()).toHaveLength(PAYMENTS);
+    expect(e2e.sandbox.charges()).toHaveLength(PAYMENTS);
 
     // On a slow machine the completer may have recorded the first few already: their clients come back now.
     const returning = new Set<string>();
@@ -244,8 +182,7 @@ describe('a backlog of payments whose clients never come back', () => {
     await late.check();
     await late.answers();
     // Then the completer is away (the stack stopped) until every record is past its TTL.
-    await stack.stop();
-    stack = undefined;
+    await e2e.stop();
     const beforeTheOutage = (await paymentRows()).map(clientKeyOf);
     // Recorded between the last look and the stop: past their replay window by the end of the outage, so their
     // clients can't come back in time to test a replay (the money check below still covers them).
@@ -264,7 +201,7 @@ describe('a backlog of payments whose clients never come back', () => {
     // Back. A few clients come back now, past the TTL, while their operations are still unfinished: the moment a
     // fresh claim used to charge again. The completer drains the rest, page after page, run after run, and each of
     // their clients comes back as soon as its payment is recorded.
-    stack = await startStackProcess(env, port);
+    await e2e.restart();
     const back = Date.now();
     const comingBack = unfinished.slice(0, RETURNING);
     for (const key of comingBack) returning.add(key);
@@ -282,7 +219,7 @@ describe('a backlog of payments whose clients never come back', () => {
     expect(rows).toHaveLength(PAYMENTS);
     const rowsByCharge = new Map<string, number>();
     for (const row of rows) rowsByCharge.set(String(row.charge_id), (rowsByCharge.get(String(row.charge_id)) ?? 0) + 1);
-    for (const charge of sandbox.charges()) expect(rowsByCharge.get(charge.id)).toBe(1);
+    for (const charge of e2e.sandbox.charges()) expect(rowsByCharge.get(charge.id)).toBe(1);
     for (const item of await recordsOf(clientKeys)) {
       // Completed, or gone: finished a TTL ago (some before the outage) and swept. Never unfinished.
       if (item !== undefined) expect(item).toMatchObject({ status: RecordStatus.Completed });
@@ -302,14 +239,14 @@ describe('a backlog of payments whose clients never come back', () => {
       // Recorded by the completer before its client came back: a replay of what it stored.
       if (!returning.has(key)) expect(replayed).toBe('true');
     }
-    expect(sandbox.charges()).toHaveLength(PAYMENTS);
+    expect(e2e.sandbox.charges()).toHaveLength(PAYMENTS);
 
     // Every run published how far behind it was; once the backlog is gone, a run says it left nothing.
     const ages = await eventually(
-      () => publishedBacklogAges(stack!.output()),
+      () => publishedBacklogAges(e2e.process.output()),
       (published) => published.at(-1) === 0,
     );
-    const runs = completerRuns(stack.output()).filter((run) => run.due > 0);
+    const runs = completerRuns(e2e.process.output()).filter((run) => run.due > 0);
     expect(ages.length).toBeGreaterThanOrEqual(runs.length);
     console.info(
       `${unfinished.length} abandoned payments (${RETURNING} of their clients back meanwhile) recorded ${drainMs} ms ` +

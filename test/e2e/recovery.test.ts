@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { scopedKey } from '../../lib/engine/key';
 import { RecordStatus } from '../../lib/engine/record';
 import type { Charge } from '../../lib/sandbox/charges';
 import { signPayload } from '../../lib/webhooks/signature';
-import { localDocumentClient } from '../support/dynamodb';
 import { e2eStack } from '../support/e2e-stack';
 import { eventually } from '../support/eventually';
 
@@ -41,8 +39,6 @@ const e2e = e2eStack({
     COMPLETER_INTERVAL_SECONDS: '1',
   },
 });
-const db = localDocumentClient();
-afterAll(() => db.destroy());
 afterEach(async () => {
   await sandboxCall('PUT', '/__webhooks', { enabled: true });
 });
@@ -118,12 +114,9 @@ async function expectLateRetryReplays(clientKey: string, charge: Charge) {
   expect(chargesFor(clientKey)).toHaveLength(1);
 }
 
-async function recordOf(clientKey: string) {
-  const key = scopedKey({ accountId: ACCOUNT, operation: 'POST /payments', key: clientKey });
-  const { Item } = await db.send(
-    new GetCommand({ TableName: e2e.tables.idempotency, Key: { pk: key }, ConsistentRead: true }),
-  );
-  return Item;
+/** The operation's record, as the stack's own store reads it (DynamoDB or PostgreSQL). */
+function recordOf(clientKey: string) {
+  return e2e.data.store.get(scopedKey({ accountId: ACCOUNT, operation: 'POST /payments', key: clientKey }));
 }
 
 /** Faults the sandbox still has pending: 0 once every armed one was drawn by a request. */

@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { injectFault } from '../sandbox/client';
-import { localDocumentClient } from '../support/dynamodb';
 import { e2eStack } from '../support/e2e-stack';
 
 /**
@@ -24,17 +22,13 @@ const VISIBILITY_TIMEOUT_MS = 60_000;
 const e2e = e2eStack({ name: 'e2e-latency', apiKeys: { [API_KEY]: ACCOUNT }, webhooks: true });
 const chargedAt = new Map<string, number>();
 let watching: NodeJS.Timeout;
-const db = localDocumentClient();
 
 beforeAll(() => {
   watching = setInterval(() => {
     for (const charge of e2e.sandbox.charges()) if (!chargedAt.has(charge.id)) chargedAt.set(charge.id, Date.now());
   }, 10);
 });
-afterAll(() => {
-  clearInterval(watching);
-  db.destroy();
-});
+afterAll(() => clearInterval(watching));
 
 interface Payment {
   id: string;
@@ -61,15 +55,8 @@ async function pay(): Promise<Payment> {
 async function chargeToSettled(payments: Payment[], timeoutMs: number): Promise<number[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { Items = [] } = await db.send(
-      new QueryCommand({
-        TableName: e2e.tables.payments,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': `ACCOUNT#${ACCOUNT}` },
-        ConsistentRead: true,
-      }),
-    );
-    const settledAt = new Map(Items.map((item) => [item.id as string, item.settled_at as string | null]));
+    const rows = await e2e.data.payments(ACCOUNT);
+    const settledAt = new Map(rows.map((row) => [row.id, row.settled_at]));
     if (payments.every((payment) => settledAt.get(payment.id))) {
       return payments.map((payment) => Date.parse(settledAt.get(payment.id)!) - chargedAt.get(payment.charge_id)!);
     }

@@ -14,7 +14,11 @@ import ts from 'typescript';
  */
 const root = join(__dirname, '..', '..');
 const manifest = require(join(root, 'package.json')) as { name: string; exports: Record<string, unknown> };
-const jestConfig = require(join(root, 'jest.config.js')) as { moduleNameMapper: Record<string, string> };
+const jestProjects = (
+  require(join(root, 'jest.config.js')) as { projects: { moduleNameMapper: Record<string, string> }[] }
+).projects;
+/** Every project of jest's maps the package the same way; the first stands for them all (a test checks). */
+const jestConfig = jestProjects[0]!;
 
 function tsconfig(file: string): { compilerOptions: { paths?: Record<string, string[]> }; include: string[] } {
   const { config, error } = ts.readConfigFile(join(root, file), ts.sys.readFile);
@@ -89,6 +93,7 @@ describe("the package's entry points", () => {
     };
     for (const { name, folder } of entryPoints) expect(mapped(name)).toBe(`<rootDir>/lib/${folder}/index.ts`);
     expect(mapped(`${manifest.name}/payments`)).toBeUndefined();
+    for (const project of jestProjects) expect(project.moduleNameMapper).toEqual(jestConfig.moduleNameMapper);
   });
 });
 

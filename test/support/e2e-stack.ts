@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { Pool } from 'pg';
 import { freePort } from '../../lib/local/free-port';
 import { type LocalSqs, startLocalSqs } from '../../lib/local/sqs';
+import type { StoreKind } from '../../lib/payments/config';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { eventually } from './eventually';
 import { type StackProcess, startStackProcess } from './local-stack-process';
+import { postgresUrl } from './postgres';
+import { e2eStore, inspectService, type ServiceInspector } from './service-data';
 
 export interface E2eStackOptions {
   /** Begins the names of the stack's tables and queue, which are unique to this fixture. */
@@ -26,6 +30,11 @@ export interface E2eStackOptions {
    * is read when the stack starts, for a value another `beforeAll` produces (a proxy's URL).
    */
   readonly settings?: Readonly<Record<string, string>> | (() => Readonly<Record<string, string>>);
+  /**
+   * The database the stack runs on. Default: the suite's (`E2E_STORE`, set by jest's `postgres` project), so every
+   * end-to-end file runs on both stores. On PostgreSQL the stack gets a schema of its own in the run's server.
+   */
+  readonly store?: StoreKind;
 }
 
 export interface E2eStack {
@@ -39,6 +48,10 @@ export interface E2eStack {
   /** Every variable the stack was started with. */
   readonly env: Readonly<Record<string, string>>;
   readonly tables: { readonly idempotency: string; readonly payments: string };
+  /** The database the stack runs on. */
+  readonly store: StoreKind;
+  /** Reads what the stack wrote, on its store: its records, and its payment rows. */
+  readonly data: ServiceInspector;
   readonly queueName: string;
   /** The webhook signing secret shared by the sandbox and the stack. */
   readonly webhookSecret: string;
@@ -52,6 +65,8 @@ export interface E2eStack {
   queueDrained(): Promise<void>;
   /** Kills the stack process (SIGKILL: no cleanup, as a Lambda container dies), and waits until it is gone. */
   crash(): Promise<void>;
+  /** Stops the stack process cleanly (its completer, poller and API with it), as `npm start`'s Ctrl-C does. */
+  stop(): Promise<void>;
   /** Starts the stack again, after a crash: same port, same settings, same tables, queue and sandbox. */
   restart(): Promise<void>;
   /**
@@ -84,6 +99,8 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
   const names = uniqueNames(options.name);
   const webhookSecret = `whsec_${options.name}_${randomUUID().slice(0, 8)}`;
   const ownProcessor = options.processor === 'stack';
+  const store = options.store ?? e2eStore();
+  let inspector: ServiceInspector | undefined;
 
   /** The stack's variables, around the test's sandbox and SQS. */
   const stackEnv = (): Record<string, string> => ({
@@ -93,6 +110,7 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
     IDEMPOTENCY_TABLE: names.idempotency,
     PAYMENTS_TABLE: names.payments,
     PROCESSOR_WEBHOOK_SECRET: webhookSecret,
+    ...(store === 'postgres' ? { STORE: 'postgres', DATABASE_URL: postgresUrl(), DATABASE_SCHEMA: names.schema } : {}),
     ...(ownProcessor ? { PROCESSOR_PORT: '0' } : { PROCESSOR_URL: sandbox!.url }),
     ...(options.apiKeys ? { LOCAL_API_KEYS: apiKeyList(options.apiKeys) } : {}),
     ...(typeof options.settings === 'function' ? options.settings() : options.settings),
@@ -119,6 +137,8 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
     await current?.stop();
     await sandbox?.close();
     await sqs?.close();
+    await inspector?.close();
+    if (store === 'postgres') await dropSchema(names.schema);
   });
 
   const required = <T>(value: T | undefined, what: string): T => {
@@ -148,6 +168,15 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
       return env;
     },
     tables: { idempotency: names.idempotency, payments: names.payments },
+    store,
+    get data() {
+      inspector ??= inspectService(
+        store === 'postgres'
+          ? { kind: 'postgres', url: postgresUrl(), schema: names.schema }
+          : { kind: 'dynamodb', idempotencyTable: names.idempotency, paymentsTable: names.payments },
+      );
+      return inspector;
+    },
     queueName: names.queue,
     webhookSecret,
     queueUrl,
@@ -170,6 +199,7 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
       );
     },
     crash: () => required(current, 'stack').crash(),
+    stop: () => required(current, 'stack').stop(),
     async restart() {
       current = await startStackProcess(env, port);
     },
@@ -178,9 +208,25 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
 }
 
 /** Table and queue names no other fixture, file or run shares. */
-export function uniqueNames(name: string): { idempotency: string; payments: string; queue: string } {
+export function uniqueNames(name: string): { idempotency: string; payments: string; queue: string; schema: string } {
   const suffix = randomUUID().slice(0, 8);
-  return { idempotency: `${name}-idem-${suffix}`, payments: `${name}-pay-${suffix}`, queue: `${name}-${suffix}` };
+  return {
+    idempotency: `${name}-idem-${suffix}`,
+    payments: `${name}-pay-${suffix}`,
+    queue: `${name}-${suffix}`,
+    // Never pg_...: PostgreSQL reserves that prefix.
+    schema: `e2e_${name.replace(/[^a-z0-9]+/g, '_')}_${suffix}`,
+  };
+}
+
+/** Drops a stack's PostgreSQL schema, with everything it created in it. */
+async function dropSchema(schema: string): Promise<void> {
+  const pool = new Pool({ connectionString: postgresUrl(), max: 1 });
+  try {
+    await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await pool.end();
+  }
 }
 
 function apiKeyList(keys: Readonly<Record<string, string>>): string {

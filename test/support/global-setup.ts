@@ -20,8 +20,9 @@ export default async function globalSetup(): Promise<void> {
   }
   if (postgres) process.env.POSTGRES_URL = postgres.url;
   const started = globalThis as { __dynamoDbLocal__?: DynamoDbLocal; __postgresLocal__?: PostgresLocal };
-  started.__dynamoDbLocal__ = dynamoDb;
-  started.__postgresLocal__ = postgres;
+  // Jest runs each project's global setup (jest.config.js has two): the second finds both addresses given.
+  if (dynamoDb) started.__dynamoDbLocal__ = dynamoDb;
+  if (postgres) started.__postgresLocal__ = postgres;
   const killNow = () => {
     for (const server of [dynamoDb, postgres]) {
       if (!server) continue;

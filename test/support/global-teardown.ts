@@ -3,5 +3,9 @@ import type { PostgresLocal } from '../../lib/local/postgres-local';
 
 export default async function globalTeardown(): Promise<void> {
   const started = globalThis as { __dynamoDbLocal__?: DynamoDbLocal; __postgresLocal__?: PostgresLocal };
-  await Promise.all([started.__dynamoDbLocal__?.stop(), started.__postgresLocal__?.stop()]);
+  const { __dynamoDbLocal__: dynamoDb, __postgresLocal__: postgres } = started;
+  // Each project's teardown runs (jest.config.js has two): the first stops the servers, the next finds none.
+  started.__dynamoDbLocal__ = undefined;
+  started.__postgresLocal__ = undefined;
+  await Promise.all([dynamoDb?.stop(), postgres?.stop()]);
 }
