@@ -23,13 +23,17 @@ import {
   type ResumeOutcome,
 } from '../engine/contract.js';
 import { decide, isExpired, isOwnCompletion, leaseOf } from '../engine/decide.js';
+import { ConfigurationError, ContendedError, EffectConditionFailedError, LeaseLostError } from '../engine/errors.js';
 import {
-  ConfigurationError,
-  ContendedError,
-  EffectConditionFailedError,
-  LeaseLostError,
-  ResponseTooLargeError,
-} from '../engine/errors.js';
+  assertStorable,
+  type ClaimSettings,
+  claimRounds,
+  expiryFrom,
+  type OwnershipWrites,
+  resumeRounds,
+  type Seen,
+  sleep,
+} from '../engine/ownership.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
 import { fromItem, toItem } from './codec.js';
 import { completionUpdate, endLeaseUpdate, freeCondition, takeOverUpdate, unchangedCondition } from './expressions.js';
@@ -59,7 +63,6 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 380 * 1024;
 export const MAX_TRANSACTION_EFFECTS = 99;
 
 const POLL_START_MS = 50;
-const POLL_MAX_MS = 1000;
 
 /**
  * The idempotency engine's store on DynamoDB: claim a key, commit the work with it, or release it.
@@ -96,6 +99,8 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
   private readonly clock: Clock;
   private readonly ids: IdSource;
   private readonly maxResponseBytes: number;
+  /** The writes and read the engine's claim and resume rounds drive. */
+  private readonly ownership: OwnershipWrites;
 
   constructor(options: DynamoDbStoreOptions) {
     const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
@@ -112,6 +117,13 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
     this.clock = options.clock ?? systemClock;
     this.ids = options.ids ?? randomIds;
     this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.ownership = {
+      clock: this.clock,
+      leaseMs: this.leaseMs,
+      putFresh: (key, fingerprint, claim) => this.putFresh(key, fingerprint, claim),
+      takeOver: (previous, now, claim) => this.takeOver(previous, now, claim),
+      get: (key) => this.get(key),
+    };
   }
 
   /**
@@ -119,32 +131,7 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
    * learns the existing record from that same failed put, so a replay is one request too.
    */
   async claim(key: string, fingerprint: string, options: ClaimOptions = {}): Promise<ClaimOutcome> {
-    const waitMs = options.waitMs ?? 0;
-    const claim = { recoverable: options.recoverable ?? false, leaseMs: this.leaseFor(options) };
-    let waited = 0;
-    let pollMs = POLL_START_MS;
-    let writes = 1;
-    let seen = await this.putFresh(key, fingerprint, claim);
-    for (;;) {
-      if (seen.kind === 'acquired') return { kind: 'acquired', lease: seen.lease };
-      const now = this.clock.now();
-      const decision = decide(seen.record, fingerprint, now);
-      if (decision.kind === 'fresh' || decision.kind === 'takeover') {
-        // The record changed between our write and our reading of it; a few rounds settle any real race.
-        if (++writes > MAX_CLAIM_ROUNDS) throw new ContendedError(key);
-        seen =
-          decision.kind === 'fresh'
-            ? await this.putFresh(key, fingerprint, claim)
-            : await this.takeOver(decision.record, now, claim);
-        continue;
-      }
-      if (decision.kind !== 'in_flight' || waited + pollMs > waitMs) return decision;
-      // Bounded by time actually slept, not by the (injectable) clock, so a frozen test clock can't hang here.
-      await sleep(pollMs);
-      waited += pollMs;
-      pollMs = Math.min(pollMs * 2, POLL_MAX_MS);
-      seen = { kind: 'record', record: await this.get(key) };
-    }
+    return claimRounds(this.ownership, key, fingerprint, options);
   }
 
   /**
@@ -232,31 +219,7 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
    * operation is never past its expiry, however long it waited: recovery that falls behind still finds it.
    */
   async resume(key: string, options: ResumeOptions = {}): Promise<ResumeOutcome> {
-    let record = await this.get(key);
-    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      if (record === undefined) return { kind: 'absent' };
-      const now = this.clock.now();
-      if (options.downstreamKey !== undefined && record.downstreamKey !== options.downstreamKey) {
-        return { kind: 'absent' };
-      }
-      const decision = decide(record, record.fingerprint, now);
-      switch (decision.kind) {
-        case 'fresh':
-        case 'mismatch': // cannot happen: the record's own fingerprint
-          return { kind: 'absent' };
-        case 'replay':
-          return { kind: 'completed', record };
-        case 'in_flight':
-          return { kind: 'in_flight', retryAfterMs: record.leaseExpiresAt - now, record };
-        case 'takeover': {
-          // Recovery's own lease is recoverable: if recovery dies half-way, the operation stays due.
-          const seen = await this.takeOver(record, now, { recoverable: true, leaseMs: this.leaseMs });
-          if (seen.kind === 'acquired') return seen;
-          record = seen.record && !isExpired(seen.record, this.clock.now()) ? seen.record : undefined;
-        }
-      }
-    }
-    throw new ContendedError(key);
+    return resumeRounds(this.ownership, key, options);
   }
 
   /**
@@ -362,12 +325,7 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
   }
 
   private expiryFrom(nowMs: number): number {
-    return Math.ceil(nowMs / 1000) + this.ttlSeconds;
-  }
-
-  /** A claim's lease: the store's, or longer when the caller asks (a function with more time left than that). */
-  private leaseFor(options: ClaimOptions): number {
-    return Math.max(this.leaseMs, options.leaseMs ?? 0);
+    return expiryFrom(nowMs, this.ttlSeconds);
   }
 
   /** Claim a key nobody holds: succeeds only if the record is absent or expired. */
@@ -508,27 +466,6 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
   }
 
   private assertStorable(response: StoredResponse): void {
-    const bytes =
-      Buffer.byteLength(response.body) +
-      Object.entries(response.headers).reduce(
-        (sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value),
-        0,
-      );
-    if (bytes > this.maxResponseBytes) throw new ResponseTooLargeError(bytes, this.maxResponseBytes);
+    assertStorable(response, this.maxResponseBytes);
   }
-}
-
-/** How one claim holds its record: tracked for recovery or not, and for how long. */
-interface ClaimSettings {
-  readonly recoverable: boolean;
-  readonly leaseMs: number;
-}
-
-/** What a write told us: we own it now, or here is the record that stopped us. */
-type Seen =
-  | { readonly kind: 'acquired'; readonly lease: Lease }
-  | { readonly kind: 'record'; readonly record: IdempotencyRecord | undefined };
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
