@@ -2,15 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { interleave, type LatencySummary, now, summarize } from './measure';
 import { CARD, OTHER_CARD, type PaymentEvent, paymentEvent } from './payment-flow';
 import type { MeteredRequest } from './request-meter';
-import type { CallOutcome, Variant, VariantName, Work } from './variants';
+import type { CallOptions, CallOutcome, Variant, VariantName, Work } from './variants';
 
-export const PATH_NAMES = ['first', 'first_outside', 'replay', 'in_flight', 'mismatch'] as const;
+export const PATH_NAMES = ['first', 'first_outside', 'replay', 'replay_cached', 'in_flight', 'mismatch'] as const;
 export type PathName = (typeof PATH_NAMES)[number];
 
 export const PATH_LABELS: Record<PathName, string> = {
   first: 'first request',
   first_outside: 'first request, outside effect only',
   replay: 'replay',
+  replay_cached: 'replay, cache hit',
   in_flight: 'in-flight duplicate',
   mismatch: 'mismatch (same key, other body)',
 };
@@ -23,6 +24,11 @@ interface PathSpec {
   readonly work: Work;
   /** Variants that have this path: an outside effect only is no path for the purely local variant. */
   readonly variants?: readonly VariantName[];
+  /**
+   * The idempotent variants run with their local cache of completed records (ours: `ReplayCache`; Powertools:
+   * `useLocalCache`), warm: the key was completed, and replayed once, in this process.
+   */
+  readonly cached?: boolean;
 }
 
 const PATHS: Record<PathName, PathSpec> = {
@@ -36,6 +42,7 @@ const PATHS: Record<PathName, PathSpec> = {
     variants: ['baseline', 'powertools', 'ours-external'],
   },
   replay: { expected: 'replay', duplicate: true, work: 'charge-and-row' },
+  replay_cached: { expected: 'replay', duplicate: true, work: 'charge-and-row', cached: true },
   in_flight: { expected: 'in_flight', duplicate: true, work: 'charge-and-row' },
   mismatch: { expected: 'mismatch', duplicate: true, work: 'charge-and-row' },
 };
@@ -87,16 +94,17 @@ export async function measurePath(
   options: { calls: number; warmup: number; accountId: string },
 ): Promise<PathResult[]> {
   const variants = variantsOn(path, all);
-  const { work } = PATHS[path];
+  const { work, cached = false } = PATHS[path];
+  const callOptions = { cached };
   const tallies = new Map<Variant, Tally>();
   for (const variant of variants) {
-    const fixture = await fixtureFor(path, variant, options.accountId);
+    const fixture = await fixtureFor(path, variant, options.accountId, callOptions);
     tallies.set(variant, { fixture, latencies: [], calls: [], unexpected: {}, effectRuns: 0 });
   }
   const tallyOf = (variant: Variant) => tallies.get(variant) as Tally;
   try {
     await interleave(variants, options.warmup, async (variant) => {
-      await variant.call(tallyOf(variant).fixture.next(), work);
+      await variant.call(tallyOf(variant).fixture.next(), work, callOptions);
     });
     await interleave(variants, options.calls, async (variant) => {
       const tally = tallyOf(variant);
@@ -105,7 +113,7 @@ export async function measurePath(
       variant.meter.reset();
       variant.meter.resume();
       const started = now();
-      const outcome = await variant.call(event, work);
+      const outcome = await variant.call(event, work, callOptions);
       const elapsed = now() - started;
       variant.meter.pause();
       tally.latencies.push(elapsed);
@@ -139,7 +147,7 @@ interface Tally {
   effectRuns: number;
 }
 
-async function fixtureFor(path: PathName, variant: Variant, accountId: string): Promise<Fixture> {
+async function fixtureFor(path: PathName, variant: Variant, accountId: string, options: CallOptions): Promise<Fixture> {
   const key = `${path}-${randomUUID()}`;
   const idle = async () => undefined;
   if (!variant.idempotent) return { next: () => paymentEvent(accountId, key, CARD), teardown: idle };
@@ -148,10 +156,11 @@ async function fixtureFor(path: PathName, variant: Variant, accountId: string): 
     case 'first_outside':
       return { next: () => paymentEvent(accountId, `first-${randomUUID()}`, CARD), teardown: idle };
     case 'replay':
+    case 'replay_cached':
     case 'mismatch': {
-      const original = await variant.call(paymentEvent(accountId, key, CARD));
+      const original = await variant.call(paymentEvent(accountId, key, CARD), 'charge-and-row', options);
       if (original !== 'created') throw new Error(`${variant.name}: could not complete ${key} (${original})`);
-      const body = path === 'replay' ? CARD : OTHER_CARD;
+      const body = path === 'mismatch' ? OTHER_CARD : CARD;
       return { next: () => paymentEvent(accountId, key, body), teardown: idle };
     }
     case 'in_flight': {

@@ -16,7 +16,8 @@
  *   BENCH_STORM_ROUNDS=3     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
  *   BENCH_HTTP_REQUESTS=1000 per API for first requests/replays  BENCH_HTTP_STORMS=10 50-way double taps per API
  *   BENCH_SETTLEMENT_BURST=50 payments settled at once           BENCH_SETTLEMENT_EARLY=5 early events, in turn
- *   BENCH_SKIP=http,settlement,cold  leave parts out             BENCH_OUT=bench/results/latest.json
+ *   BENCH_SKIP=http,settlement,cold  leave parts out (also: storm)  BENCH_OUT=bench/results/latest.json
+ *   BENCH_PATHS=replay_cached  measure only these paths (default: every path)
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -53,10 +54,8 @@ const settings = {
   settlementBurst: positive('BENCH_SETTLEMENT_BURST', 50),
   settlementEarlyEvents: positive('BENCH_SETTLEMENT_EARLY', 5),
   coldRuns: positive('BENCH_COLD_RUNS', 10),
-  skip: (process.env.BENCH_SKIP ?? '')
-    .split(',')
-    .map((part) => part.trim())
-    .filter(Boolean),
+  skip: list(process.env.BENCH_SKIP),
+  paths: list(process.env.BENCH_PATHS),
 };
 const OUT = resolve(process.env.BENCH_OUT ?? resolve(__dirname, 'results', 'latest.json'));
 
@@ -76,7 +75,9 @@ async function main(): Promise<number> {
     const calibration = await calibrate(db.endpoint, settings.calibrationOperations);
     const variants = await createVariants({ endpoint: db.endpoint });
     try {
-      for (const path of PATH_NAMES) {
+      const unknown = settings.paths.filter((path) => !(PATH_NAMES as readonly string[]).includes(path));
+      if (unknown.length > 0) throw new Error(`BENCH_PATHS: no path ${unknown.join(', ')} (${PATH_NAMES.join(', ')})`);
+      for (const path of PATH_NAMES.filter((name) => settings.paths.length === 0 || settings.paths.includes(name))) {
         progress(`path: ${path}`);
         paths = paths.concat(
           await measurePath(path, variants, {
@@ -86,17 +87,19 @@ async function main(): Promise<number> {
           }),
         );
       }
-      progress('duplicate storms');
-      await interleave(variants, settings.stormRounds, async (variant, round) => {
-        stormRuns.push(await runStorm(variant, { ...DEFAULT_STORM, round, accountId: `acct_storm_${round}` }));
-      });
+      if (!settings.skip.includes('storm')) {
+        progress('duplicate storms');
+        await interleave(variants, settings.stormRounds, async (variant, round) => {
+          stormRuns.push(await runStorm(variant, { ...DEFAULT_STORM, round, accountId: `acct_storm_${round}` }));
+        });
+      }
       const itemSizes = await sampleItemSizes(variants);
       report = {
         machine,
         settings,
         calibration,
         paths: paths.map((result) => pathRow(result, paths)),
-        storms: summarizeStorms(stormRuns, variants),
+        storms: stormRuns.length > 0 ? summarizeStorms(stormRuns, variants) : [],
         itemSizes,
         http: undefined,
         assumptions: ASSUMPTIONS,
@@ -207,6 +210,13 @@ function stopOnExit(db: DynamoDbLocal): () => Promise<void> {
 
 function progress(message: string): void {
   console.log(`  ${message}...`);
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
 }
 
 function positive(name: string, fallback: number): number {

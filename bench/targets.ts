@@ -134,6 +134,19 @@ export function checkTargets(
       });
     }
   }
+  for (const variant of ['ours-external', 'ours-local'] as const) {
+    const measured = row(variant, 'replay_cached');
+    if (!measured) continue;
+    checks.push({
+      target: `replay, cache hit (${variant})`,
+      goal: '0 requests, handler not run',
+      measured: `${fmtRequests(measured.cost)} requests, ${ms(measured.p50)}, ${x(measured.ratio)} ${ci(
+        measured.ratioInterval,
+      )}${measured.effectRuns ? `, effect ran ${measured.effectRuns}x` : ''}`,
+      anchor: anchor('replay_cached'),
+      met: measured.cost.requests.max === 0 && measured.effectRuns === 0,
+    });
+  }
   const powertoolsStorm = storms.find((storm) => storm.variant === 'powertools');
   for (const variant of ['ours-external', 'ours-local'] as const) {
     const storm = storms.find((s) => s.variant === variant);

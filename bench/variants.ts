@@ -11,6 +11,7 @@ import type { Context } from 'aws-lambda';
 import { DynamoDbStore } from '../lib/dynamodb/store';
 import { fingerprint } from '../lib/engine/fingerprint';
 import { scopedKey } from '../lib/engine/key';
+import { ReplayCache } from '../lib/engine/replay-cache';
 import { PaymentsStore } from '../lib/payments/store';
 import { idempotencyTable, paymentsTable } from '../lib/tables/definitions';
 import { ensureTable } from '../lib/tables/ensure';
@@ -33,6 +34,11 @@ export const VARIANT_LABELS: Record<VariantName, string> = {
  */
 export type Work = 'charge-and-row' | 'charge-only';
 
+/** How a call is made: with the variant's local cache of completed records (ours: ReplayCache; Powertools: useLocalCache). */
+export interface CallOptions {
+  readonly cached?: boolean;
+}
+
 /** How one call ended, in the engine's words; Powertools' exceptions are mapped onto the same kinds. */
 export type CallOutcome = 'created' | 'replay' | 'in_flight' | 'mismatch' | 'error';
 
@@ -53,8 +59,10 @@ export interface Variant {
   /**
    * One request, as the handler would serve it. The baseline always does the charge and writes the row (with no
    * idempotency there is nothing else to measure it by); the purely local variant has no charge-only work.
+   * `cached`: through the variant's local cache of completed records (a separate one per variant, warm once a key
+   * was completed or replayed through it); the baseline has none.
    */
-  call(event: PaymentEvent, work?: Work): Promise<CallOutcome>;
+  call(event: PaymentEvent, work?: Work, options?: CallOptions): Promise<CallOutcome>;
   /**
    * Puts the event's key in the "in flight" state: claimed by someone else, not yet complete. Returns a function that
    * lets that other owner finish.
@@ -171,7 +179,16 @@ async function powertools({ client, documentClient, payments, effect, tables, no
   });
   // Which events actually ran the handler: a completed call whose event is not here was a replay.
   const ran = new WeakSet<PaymentEvent>();
-  const handlerFor = (work: Work) =>
+  // The local cache lives in the persistence layer, which takes one configuration: a second layer for it.
+  const cachedStore = new DynamoDBPersistenceLayer({ tableName: tables.idempotency, awsSdkV3Client: client });
+  const cachedConfig = new IdempotencyConfig({
+    eventKeyJmesPath: '[requestContext.authorizer.accountId, headers."Idempotency-Key"]',
+    payloadValidationJmesPath: 'powertools_json(body)',
+    throwOnNoIdempotencyKey: true,
+    expiresAfterSeconds: TTL_SECONDS,
+    useLocalCache: true,
+  });
+  const handlerFor = (work: Work, cached = false) =>
     makeIdempotent(
       async (event: PaymentEvent, _context: Context) => {
         ran.add(event);
@@ -181,15 +198,20 @@ async function powertools({ client, documentClient, payments, effect, tables, no
         if (work === 'charge-and-row') await documentClient.send(new PutCommand(row.Put as PutCommandInput));
         return response;
       },
-      { persistenceStore, config },
+      cached ? { persistenceStore: cachedStore, config: cachedConfig } : { persistenceStore, config },
     );
   const handlers: Record<Work, ReturnType<typeof handlerFor>> = {
     'charge-and-row': handlerFor('charge-and-row'),
     'charge-only': handlerFor('charge-only'),
   };
-  const call = async (event: PaymentEvent, work: Work = 'charge-and-row'): Promise<CallOutcome> => {
+  const cachedHandler = handlerFor('charge-and-row', true);
+  const call = async (
+    event: PaymentEvent,
+    work: Work = 'charge-and-row',
+    options: CallOptions = {},
+  ): Promise<CallOutcome> => {
     try {
-      await handlers[work](event, lambdaContext());
+      await (options.cached ? cachedHandler : handlers[work])(event, lambdaContext());
       return ran.has(event) ? 'created' : 'replay';
     } catch (error) {
       switch ((error as Error).name) {
@@ -217,18 +239,25 @@ async function ours(
   mode: 'external' | 'local',
 ): Promise<Behaviour> {
   await ensureTable(client, idempotencyTable, tables.idempotency);
-  const store = new DynamoDbStore({
+  const dynamodb = new DynamoDbStore({
     client: documentClient,
     tableName: tables.idempotency,
     leaseSeconds: HOLD_SECONDS,
     ttlSeconds: TTL_SECONDS,
   });
+  // Its own cache, in front of the same store: the cached path's calls go through it, every other path's do not.
+  const cached = new ReplayCache(dynamodb);
   const identify = (event: PaymentEvent) => ({
     key: scopedKey({ accountId: accountOf(event), operation: OPERATION, key: keyOf(event) }),
     print: fingerprint({ operation: OPERATION, body: event.body, contentType: event.headers['Content-Type'] }),
   });
 
-  const external = async (event: PaymentEvent, work: Work = 'charge-and-row'): Promise<CallOutcome> => {
+  const external = async (
+    event: PaymentEvent,
+    work: Work = 'charge-and-row',
+    options: CallOptions = {},
+  ): Promise<CallOutcome> => {
+    const store = options.cached ? cached : dynamodb;
     const { key, print } = identify(event);
     const outcome = await store.claim(key, print).catch((error: unknown) => {
       noteError(error);
@@ -249,8 +278,13 @@ async function ours(
     }
   };
 
-  const local = async (event: PaymentEvent, work: Work = 'charge-and-row'): Promise<CallOutcome> => {
+  const local = async (
+    event: PaymentEvent,
+    work: Work = 'charge-and-row',
+    options: CallOptions = {},
+  ): Promise<CallOutcome> => {
     if (work !== 'charge-and-row') throw new Error('the purely local variant has no outside effect to make');
+    const store = options.cached ? cached : dynamodb;
     const { key, print } = identify(event);
     try {
       const outcome = await store.claimAndCommit(key, print, async ({ downstreamKey }) => {
@@ -273,10 +307,10 @@ async function ours(
     // claim, e.g. an external-effect operation under the same key.
     async holdInFlight(event) {
       const { key, print } = identify(event);
-      const outcome = await store.claim(key, print);
+      const outcome = await dynamodb.claim(key, print);
       if (outcome.kind !== 'acquired') throw new Error(`could not hold ${key}: ${outcome.kind}`);
       return async () => {
-        await store.release(outcome.lease);
+        await dynamodb.release(outcome.lease);
       };
     },
   };

@@ -6,6 +6,7 @@ import {
   type HttpEvent,
   type HttpResult,
   httpIdempotency,
+  lambdaHandler,
   problemErrorHandler,
   requireAccountId,
   validateJsonBody,
@@ -37,10 +38,12 @@ async function createPaymentHandler(event: HttpEvent, context: PaymentContext): 
   return createPayment(deps, { accountId, body: context.body, idempotency: context.idempotency });
 }
 
-export const handler = middy<HttpEvent, HttpResult, Error, PaymentContext>(createPaymentHandler)
-  .use(tracing('payments', data.tracedClients))
-  .use(publishMetrics(metrics))
-  .use(problemErrorHandler({ logger }))
-  .use(validateJsonBody(PaymentRequest))
-  // Recoverable: a charge whose client never comes back is finished by settlement or the completer.
-  .use(httpIdempotency({ store, logger, metrics, recoverable: true }));
+export const handler = lambdaHandler(
+  middy<HttpEvent, HttpResult, Error, PaymentContext>(createPaymentHandler)
+    .use(tracing('payments', data.tracedClients))
+    .use(publishMetrics(metrics))
+    .use(problemErrorHandler({ logger }))
+    .use(validateJsonBody(PaymentRequest))
+    // Recoverable: a charge whose client never comes back is finished by settlement or the completer.
+    .use(httpIdempotency({ store, logger, metrics, recoverable: true })),
+);

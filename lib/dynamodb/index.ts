@@ -12,3 +12,11 @@ export {
   type EffectItem,
   MAX_TRANSACTION_EFFECTS,
 } from './store.js';
+export {
+  IDEMPOTENCY_TABLE,
+  IDEMPOTENCY_TABLE_ACTIONS,
+  type IdempotencyTableOptions,
+  type IdempotencyTableResourceOptions,
+  idempotencyTableRequests,
+  idempotencyTableResource,
+} from './table.js';

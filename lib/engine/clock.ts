@@ -16,6 +16,7 @@ export interface IdSource {
   downstreamKey(): string;
 }
 
+/** @internal the package's own stores and adapters use it; not exported by the package */
 export const randomIds: IdSource = {
   leaseToken: () => randomUUID(),
   downstreamKey: () => `idk_${randomUUID().replaceAll('-', '')}`,

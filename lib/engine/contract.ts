@@ -176,5 +176,9 @@ export interface ClaimOptions {
 export const DEFAULT_LEASE_SECONDS = 60;
 export const DEFAULT_TTL_SECONDS = 24 * 60 * 60;
 
-/** Rounds of claim/takeover against a record that keeps changing under us before giving up as contended. */
+/**
+ * Rounds of claim/takeover against a record that keeps changing under us before giving up as contended.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
+ */
 export const MAX_CLAIM_ROUNDS = 5;

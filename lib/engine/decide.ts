@@ -12,6 +12,8 @@ import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse }
  *   long before their lease), and at the latest after `leaseRemainingMs`, when the owner has finished or is gone.
  * - `takeover`: the record was released or abandoned, or its owner's lease ran out; claim it by its current lease
  *   token (same fingerprint, same downstream key).
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
  */
 export type Decision =
   | { readonly kind: 'fresh' }
@@ -30,6 +32,8 @@ export type Decision =
  * true of an unfinished recoverable operation (one in the recovery set): it lives until recovery, or its client,
  * finishes it, however long that takes. Only finished records (completed, abandoned) and ones claimed without
  * recovery expire.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
  */
 export function isExpired(record: Pick<IdempotencyRecord, 'expiresAt' | 'recoverAt'>, nowMs: number): boolean {
   if (record.recoverAt !== undefined || record.expiresAt === undefined) return false;
@@ -42,6 +46,7 @@ export function isExpired(record: Pick<IdempotencyRecord, 'expiresAt' | 'recover
  */
 const SUGGESTED_RETRY_AFTER_MS = 1000;
 
+/** @internal the package's own stores and adapters use it; not exported by the package */
 export function decide(record: IdempotencyRecord | undefined, fingerprint: string, nowMs: number): Decision {
   if (record === undefined || isExpired(record, nowMs)) return { kind: 'fresh' };
   if (record.fingerprint !== fingerprint) return { kind: 'mismatch', record };
@@ -67,7 +72,11 @@ export function decide(record: IdempotencyRecord | undefined, fingerprint: strin
   }
 }
 
-/** The lease an owner holds on the record it just wrote (a fresh claim, or a takeover when `takeover`). */
+/**
+ * The lease an owner holds on the record it just wrote (a fresh claim, or a takeover when `takeover`).
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
+ */
 export function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
   return {
     key: record.key,
@@ -76,6 +85,7 @@ export function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
     downstreamKey: record.downstreamKey,
     fingerprint: record.fingerprint,
     attempt: record.attempt,
+    createdAt: record.createdAt,
     takeover,
     recoverable: record.recoverAt !== undefined,
   };
@@ -84,6 +94,8 @@ export function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
 /**
  * The record is completed under this lease: this owner's own commit landed (its reply may have been lost). No other
  * owner ever holds the same lease token, so a commit sent again recognises its own success by it.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
  */
 export function isOwnCompletion(record: IdempotencyRecord | undefined, lease: Lease): boolean {
   return record?.status === RecordStatus.Completed && record.leaseToken === lease.leaseToken;

@@ -36,3 +36,36 @@ function canonicalBody(body: string, contentType: string | undefined): string {
     return `raw:${body}`;
   }
 }
+
+/**
+ * The key a selection from an input names (Powertools' `eventKeyJmesPath`, as a function): a string as it is; any
+ * other JSON value (a subset of the input: an object, an array, a number) as the SHA-256 of its canonical JSON
+ * (RFC 8785), so `{ a, b }` and `{ b, a }` name one key. Undefined when nothing was selected: undefined, null, an
+ * empty string, or an object or array holding nothing but those.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
+ */
+export function selectedKey(selected: unknown): string | undefined {
+  if (typeof selected === 'string') return selected.length > 0 ? selected : undefined;
+  if (isNothing(selected)) return undefined;
+  const canonical = canonicalize(selected);
+  if (canonical === undefined) return undefined;
+  return `sha256:${createHash('sha256').update(canonical).digest('hex')}`;
+}
+
+/**
+ * The fingerprint of a selection from an input (Powertools' `payloadValidationJmesPath`, as a function): what must
+ * be equal for a second call under the same key to count as the same call, compared canonically.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
+ */
+export function selectionFingerprint(operation: string, selected: unknown): string {
+  return fingerprint({ operation, body: JSON.stringify(selected) ?? null, contentType: 'application/json' });
+}
+
+function isNothing(value: unknown): boolean {
+  if (value === undefined || value === null || value === '') return true;
+  if (typeof value === 'number') return !Number.isFinite(value);
+  if (typeof value !== 'object') return false;
+  return Object.values(value).every(isNothing);
+}

@@ -1,10 +1,16 @@
 /**
- * The idempotency engine: keys, fingerprints, the pure decision, the store contract every store implements, the
- * operation handle every adapter gives its work, recovery, and `makeIdempotent` for any function. Runtime code
- * only, and no database: the stores live beside it (keystone-idempotency/dynamodb, keystone-idempotency/postgres),
- * as do the HTTP and SQS adapters (keystone-idempotency/http, keystone-idempotency/sqs).
+ * The idempotency engine: `makeIdempotent` for any function, the replay cache, the switch for unit tests, recovery,
+ * the errors every adapter throws, and the store contract every store implements. Runtime code only, and no
+ * database: the stores live beside it (keystone-idempotency/dynamodb, keystone-idempotency/postgres), as do the
+ * HTTP and SQS adapters (keystone-idempotency/http, keystone-idempotency/sqs).
+ *
+ * What an adapter of your own needs is here too (the lifecycle: `runIdempotently`, or `beginOperation` and
+ * `ClaimedOperation.settle`; keys and fingerprints). What only the package's own stores and adapters use is not
+ * exported, and is marked `@internal` where it is declared.
  */
-export { type Clock, type IdSource, randomIds, systemClock } from './clock.js';
+
+// The store contract, and what it stores.
+export { type Clock, type IdSource, systemClock } from './clock.js';
 export {
   type ClaimOptions,
   type ClaimOutcome,
@@ -19,20 +25,16 @@ export {
   type ResumeOptions,
   type ResumeOutcome,
 } from './contract.js';
-export { type Decision, decide, isExpired, isOwnCompletion, leaseOf } from './decide.js';
 export * from './errors.js';
+// An adapter of your own: the one lifecycle, keys and fingerprints.
 export { type FingerprintInput, fingerprint } from './fingerprint.js';
-export {
-  joinScopedKey,
-  type KeyScope,
-  MAX_KEY_LENGTH,
-  parseIdempotencyKey,
-  scopedKey,
-  splitScopedKey,
-} from './key.js';
+export { type KeyScope, MAX_KEY_LENGTH, parseIdempotencyKey, scopedKey } from './key.js';
+// Any function, made idempotent; the handle its work sees.
 export { type MakeIdempotentOptions, makeIdempotent } from './make-idempotent.js';
-export { type AttemptEnd, ClaimedOperation, type IdempotencyHandle, type Settlement } from './operation.js';
+export type { IdempotencyHandle } from './operation.js';
+export { type AttemptEnd, ClaimedOperation, type Settlement } from './operation.js';
 export { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
+// Operations whose caller never came back.
 export {
   type RecoverDueOptions,
   type RecoveryReport,
@@ -40,11 +42,11 @@ export {
   type RecoveryVerdict,
   recoverDue,
 } from './recovery.js';
-export { resultOf, storedResult } from './result.js';
+// Warm replays with no database request; idempotency off for unit tests.
+export { ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
 export {
   type Began,
   beginOperation,
-  claimOptions,
   type InvocationTime,
   LEASE_MARGIN_MS,
   type LifecycleOptions,
@@ -52,5 +54,5 @@ export {
   type OperationWork,
   type RunOutcome,
   runIdempotently,
-  WAIT_MARGIN_MS,
 } from './run.js';
+export { IDEMPOTENCY_DISABLED_ENV } from './switch.js';

@@ -96,6 +96,8 @@ export function scopedKey(scope: KeyScope): string {
  * @example
  * splitScopedKey(scopedKey({ accountId: 'acct_1', operation: 'POST /payments', key: 'a|b' }));
  * // { scope: 'acct_1|POST%20%2Fpayments', clientKey: 'a|b' }
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
  */
 export function splitScopedKey(stored: string): { readonly scope: string; readonly clientKey: string } {
   const first = stored.indexOf('|');
@@ -104,7 +106,11 @@ export function splitScopedKey(stored: string): { readonly scope: string; readon
   return { scope: stored.slice(0, second), clientKey: stored.slice(second + 1) };
 }
 
-/** The stored key a {@link splitScopedKey} came from. */
+/**
+ * The stored key a {@link splitScopedKey} came from.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
+ */
 export function joinScopedKey(scope: string, clientKey: string): string {
   return scope === '' ? clientKey : `${scope}|${clientKey}`;
 }

@@ -1,19 +1,23 @@
 import type { IdempotencyStore } from './contract.js';
 import { ConfigurationError, InvalidKeyError, KeyReusedError, OperationInFlightError } from './errors.js';
-import { fingerprint } from './fingerprint.js';
+import { fingerprint, selectedKey, selectionFingerprint } from './fingerprint.js';
 import { MAX_KEY_LENGTH, scopedKey } from './key.js';
 import type { IdempotencyHandle } from './operation.js';
+import type { IdempotencyRecord } from './record.js';
 import { type InvocationTime, type OperationIdentity, runIdempotently } from './run.js';
 
-export interface MakeIdempotentOptions<TInput, TEffect> {
+export interface MakeIdempotentOptions<TInput, TEffect, TResult = unknown> {
   readonly store: IdempotencyStore<TEffect>;
   /** The operation, e.g. `book-shipment`: keys are scoped to it, so two functions never share a key by accident. */
   readonly name: string;
   /**
    * The key, taken from the input: a business key (an order id, an event's id) that stays the same when the same
-   * call is made again. An empty or too long key throws {@link InvalidKeyError} before anything is stored.
+   * call is made again. Or a subset of the input that names the call (`(event) => [event.detail.customerId,
+   * event.detail.orderId]`, Powertools' `eventKeyJmesPath`): any value other than a string is hashed from its
+   * canonical JSON. Nothing selected (an empty string, undefined, null, or a subset of only those) or a key longer
+   * than 255 characters throws {@link InvalidKeyError} before anything is stored.
    */
-  readonly key: (input: TInput) => string;
+  readonly key: (input: TInput) => unknown;
   /**
    * Whose key it is (a tenant), when keys must be kept apart further than by `name`. Default: `name`.
    */
@@ -22,7 +26,7 @@ export interface MakeIdempotentOptions<TInput, TEffect> {
    * What must be equal for a second call under the same key to count as the same call, e.g. `(event) => event.detail`.
    * Compared canonically (JSON member order and whitespace don't count); a different value under the same key throws
    * {@link KeyReusedError}. Default: the key alone, so a re-sent event with re-rendered fields (a new timestamp, a new
-   * trace id) is still the same call.
+   * trace id) is still the same call. Powertools' `payloadValidationJmesPath`, as a function.
    */
   readonly fingerprint?: (input: TInput) => unknown;
   /**
@@ -38,6 +42,12 @@ export interface MakeIdempotentOptions<TInput, TEffect> {
   readonly recoverable?: boolean;
   /** Told once when the store's lease is raised to cover a Lambda function's remaining time. Default `console`. */
   readonly logger?: { warn(message: string, details: Record<string, unknown>): void };
+  /**
+   * Runs on every replay (never on a call that ran the function), with the stored result and the operation's
+   * record; what it returns is what the call returns. Powertools' `responseHook`: mark a replay, or add what the
+   * stored result lacks.
+   */
+  readonly responseHook?: (result: TResult, record: IdempotencyRecord) => TResult;
 }
 
 /**
@@ -69,7 +79,7 @@ export interface MakeIdempotentOptions<TInput, TEffect> {
  */
 export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[] = []>(
   fn: (input: TInput, idempotency: IdempotencyHandle<TEffect>, ...rest: TRest) => Promise<TResult>,
-  options: MakeIdempotentOptions<TInput, TEffect>,
+  options: MakeIdempotentOptions<TInput, TEffect, NoInfer<TResult>>,
 ): (input: TInput, ...rest: TRest) => Promise<TResult> {
   if (!options.name) throw new ConfigurationError('an idempotent function needs a name: its keys are scoped to it');
   if (options.waitMs !== undefined && !(options.waitMs >= 0)) {
@@ -92,8 +102,9 @@ export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[]
     );
     switch (outcome.kind) {
       case 'committed':
-      case 'replay':
         return outcome.result;
+      case 'replay':
+        return options.responseHook ? options.responseHook(outcome.result, outcome.record) : outcome.result;
       case 'in_flight':
         throw new OperationInFlightError(outcome.key, outcome.retryAfterMs, outcome.record);
       case 'mismatch':
@@ -107,10 +118,10 @@ export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[]
 
   function identityOf(
     input: TInput,
-    { key, scope, fingerprint: fingerprinted }: MakeIdempotentOptions<TInput, TEffect>,
+    { key, scope, fingerprint: fingerprinted }: MakeIdempotentOptions<TInput, TEffect, TResult>,
   ) {
-    const own = key(input);
-    if (typeof own !== 'string' || own.length === 0) {
+    const own = selectedKey(key(input));
+    if (own === undefined) {
       throw new InvalidKeyError(`${name}: the key taken from the input is empty`, 'empty');
     }
     if (own.length > MAX_KEY_LENGTH) {
@@ -120,11 +131,7 @@ export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[]
       key: scopedKey({ accountId: scope?.(input) ?? name, operation: name, key: own }),
       // Under one key, the fingerprint decides "same call or not": by default the key itself.
       fingerprint: fingerprinted
-        ? fingerprint({
-            operation: name,
-            body: JSON.stringify(fingerprinted(input)) ?? null,
-            contentType: 'application/json',
-          })
+        ? selectionFingerprint(name, fingerprinted(input))
         : fingerprint({ operation: name, body: own, contentType: 'text/plain' }),
     };
     return identity;

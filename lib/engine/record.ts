@@ -62,6 +62,8 @@ export interface Lease {
   readonly downstreamKey: string;
   readonly fingerprint: string;
   readonly attempt: number;
+  /** When the operation was first claimed (epoch ms): the record's `createdAt`, the same for every owner. */
+  readonly createdAt: number;
   /** True when this lease took over a released record or one whose owner's lease ran out. */
   readonly takeover: boolean;
   /**

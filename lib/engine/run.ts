@@ -3,6 +3,7 @@ import { ContendedError, type LeaseLostError } from './errors.js';
 import { ClaimedOperation, type IdempotencyHandle } from './operation.js';
 import type { IdempotencyRecord, Lease, StoredResponse } from './record.js';
 import { resultOf, storedResult } from './result.js';
+import { idempotencyDisabled, unrecordedOperation } from './switch.js';
 
 /**
  * The one lifecycle of an idempotent operation, which every adapter is a thin skin over:
@@ -65,7 +66,11 @@ export interface LifecycleOptions {
  */
 export const LEASE_MARGIN_MS = 1000;
 
-/** A duplicate stops waiting this long before its invocation would end, to answer while it still can. */
+/**
+ * A duplicate stops waiting this long before its invocation would end, to answer while it still can.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
+ */
 export const WAIT_MARGIN_MS = 1000;
 
 /** What a contended key (writers kept colliding on it) suggests to come back after: a duplicate in flight. */
@@ -108,6 +113,8 @@ export async function beginOperation<TEffect>(
   options: LifecycleOptions = {},
 ): Promise<Began<TEffect>> {
   const { key } = identity;
+  // Switched off for a unit test: the work runs every time, and nothing is recorded.
+  if (idempotencyDisabled()) return { kind: 'acquired', operation: unrecordedOperation(store, identity) };
   let claimed: Awaited<ReturnType<IdempotencyStore<TEffect>['claim']>>;
   try {
     claimed = await store.claim(key, identity.fingerprint, claimOptions(store, options));
@@ -143,6 +150,8 @@ export async function beginOperation<TEffect>(
 /**
  * The claim's options for this invocation: a wait that ends while the invocation can still answer, and a lease that
  * outlasts the invocation. A store lease shorter than that is raised for the claim (and said once), never used.
+ *
+ * @internal the package's own stores and adapters use it; not exported by the package
  */
 export function claimOptions<TEffect>(store: IdempotencyStore<TEffect>, options: LifecycleOptions): ClaimOptions {
   const remaining = options.invocation?.getRemainingTimeInMillis?.();

@@ -6,6 +6,7 @@ import { InvalidKeyError } from '../engine/errors.js';
 import { fingerprint } from '../engine/fingerprint.js';
 import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
 import type { AttemptEnd, ClaimedOperation, IdempotencyHandle, Settlement } from '../engine/operation.js';
+import type { IdempotencyRecord } from '../engine/record.js';
 import { beginOperation } from '../engine/run.js';
 import { accountIdOf } from './account.js';
 import { answersEarly } from './early-response.js';
@@ -13,7 +14,7 @@ import { frontDoorOf, type HttpEvent, type HttpResult, requestHeader, requestOpe
 import { BodyEncodingError, rawBody } from './headers.js';
 import { IdempotencyMetric } from './metrics.js';
 import { ProblemType, problemResponse } from './problem.js';
-import { fromStored, readResponse, respondAs, toStored, writeResponse } from './response.js';
+import { fromStored, type HttpResponse, readResponse, respondAs, toStored, writeResponse } from './response.js';
 
 /** The context a handler sees under {@link httpIdempotency}: the operation's handle (defined by the engine). */
 export type WithIdempotency<TEffect> = { idempotency: IdempotencyHandle<TEffect> };
@@ -64,6 +65,13 @@ export interface HttpIdempotencyOptions<TEffect, TEvent extends HttpEvent = Http
    * are {@link IdempotencyMetric}'s values.
    */
   readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
+  /**
+   * Runs on every replay, with the response about to be sent (the stored one, `Idempotent-Replayed: true` added), in
+   * no front door's format, and the operation's record; what it returns is sent, written for the request's front
+   * door. Powertools' `responseHook`: add headers to replays, say (`headers` is a list of `[name, value]` fields).
+   * Never runs for a response the handler produced.
+   */
+  readonly responseHook?: (response: HttpResponse, record: IdempotencyRecord) => HttpResponse;
 }
 
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
@@ -159,9 +167,11 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
         },
       );
       switch (began.kind) {
-        case 'replay':
+        case 'replay': {
           count(IdempotencyMetric.replayed);
-          return writeResponse(fromStored(began.response, { [REPLAYED_HEADER]: 'true' }), event);
+          const replay = fromStored(began.response, { [REPLAYED_HEADER]: 'true' });
+          return writeResponse(options.responseHook ? options.responseHook(replay, began.record) : replay, event);
+        }
         case 'in_flight':
           count(IdempotencyMetric.inFlight);
           return inFlight(began.retryAfterMs, 'A request with this Idempotency-Key is still being processed.');

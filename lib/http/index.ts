@@ -27,13 +27,14 @@ export {
   REPLAYED_HEADER,
   type WithIdempotency,
 } from './idempotency.js';
+export { type LambdaHandler, lambdaHandler } from './lambda-handler.js';
 export { IdempotencyMetric, type IdempotencyMetricName } from './metrics.js';
 export {
-  BodyError,
-  GatewayProblem,
-  InvalidBodyProblem,
+  type BodyError,
+  type GatewayProblem,
+  type InvalidBodyProblem,
   PROBLEM_TYPE_BASE,
-  ProblemDetails,
+  type ProblemDetails,
   type ProblemSlug,
   ProblemType,
   problemResponse,

@@ -1,18 +1,13 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import { en } from 'zod/locales';
-import { type $ZodType, type output, safeParse } from 'zod/v4/core';
+import type { $ZodType, output } from 'zod/v4/core';
 import { answersEarly } from './early-response.js';
 import { type HttpEvent, type HttpResult, requestHeader } from './front-door.js';
 import { BodyEncodingError, charsetOf, rawBody } from './headers.js';
 import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem.js';
 
-/**
- * English messages for whatever a schema leaves to zod (an unknown key, a body that is not an object). Passed to
- * each parse rather than configured globally: `zod/mini` loads no locale (that is part of why it is small), and the
- * messages a client reads should not depend on whether something else happened to load classic zod first.
- */
-const MESSAGES = en().localeError;
+/** zod's parser, loaded with zod the first time a body is validated: see zod-parse.ts. */
+let zod: Promise<typeof import('./zod-parse.js')> | undefined;
 
 /** The context a handler sees after {@link validateJsonBody}: the parsed, typed body. */
 export type WithBody<T> = { body: T };
@@ -21,7 +16,8 @@ export type WithBody<T> = { body: T };
  * Parses and validates a JSON body before anything else touches the request, so an invalid body is a 400 listing
  * every problem and never reaches the idempotency store (the key stays free for the corrected request).
  * The raw `event.body` is left as sent: the fingerprint is computed from it. Takes any zod 4 schema, classic or
- * `zod/mini`: it parses through zod's core, so a function bundles only the schema flavour it uses. Serves every front
+ * `zod/mini`: it parses through zod's core, so a function bundles only the schema flavour it uses. zod itself is
+ * loaded on the first validation, so the rest of the HTTP adapter works without it installed. Serves every front
  * door (a REST API, an HTTP API, a function URL, an ALB target), base64 bodies included, and answers each in its format.
  */
 export function validateJsonBody<S extends $ZodType>(
@@ -55,7 +51,8 @@ export function validateJsonBody<S extends $ZodType>(
         }
         return invalid('The body is not valid JSON.', [{ path: '', message: 'expected a JSON document' }]);
       }
-      const result = safeParse(schema, parsed, { error: MESSAGES });
+      zod ??= import('./zod-parse.js');
+      const result = (await zod).parseWithZod(schema, parsed);
       if (!result.success) {
         return invalid(
           'The body does not match the schema.',

@@ -1,4 +1,3 @@
-import { RECOVERY_INDEX } from 'keystone-idempotency/dynamodb';
 import {
   IdempotencyMetric,
   METRICS_NAMESPACE_ENV,
@@ -10,25 +9,32 @@ import { jsonObjectModel, type RequestModel } from '../openapi/request-models';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../tables/definitions';
 
 /**
- * The DynamoDB actions a function can be granted on a table. Scan, Query, BatchWriteItem and DeleteItem are
- * deliberately not here: nothing needs them on a table, and a grant that cannot be written cannot be over-granted.
- * (TransactWriteItems has no action of its own: IAM checks each PutItem, UpdateItem and ConditionCheckItem inside
- * the transaction.) Query is granted on an index only, through a table entry's `queries`.
+ * The DynamoDB actions a function can be granted on one of the service's own tables. Scan, Query, BatchWriteItem
+ * and DeleteItem are deliberately not here: nothing needs them on a table, and a grant that cannot be written
+ * cannot be over-granted. (TransactWriteItems has no action of its own: IAM checks each PutItem, UpdateItem and
+ * ConditionCheckItem inside the transaction.) Query is granted on an index only, through a table entry's `queries`.
  */
 export type DynamoDbAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'ConditionCheckItem';
 
-/** One table a function touches: the actions on the table itself, and the indexes it may Query (only those). */
-export interface TableAccess {
-  readonly table: TableDefinition;
-  readonly actions: readonly DynamoDbAction[];
-  readonly queries?: readonly string[];
-}
+/**
+ * One table a function touches. The idempotency table is granted by what the function does with the engine, through
+ * the library's own construct (`IdempotencyTable.grantOperations`, `grantRecovery`), so the stack grants exactly
+ * what the engine uses, as any team's stack would. Any other table: the actions on the table itself, and the
+ * indexes it may Query (only those).
+ */
+export type TableAccess =
+  | {
+      readonly table: TableDefinition;
+      readonly actions: readonly DynamoDbAction[];
+      readonly queries?: readonly string[];
+    }
+  | { readonly table: typeof idempotencyTable; readonly engine: EngineAccess };
 
 /**
- * What the idempotency engine does to its table: read a record, claim a key (conditional put), commit or release it
- * (conditional update), and fence a business write with the claim in one transaction (condition check).
+ * What a function does with the engine's table: `operations` (claims, commits, releases: every adapter) or
+ * `recovery` (finding due operations on the recovery index, taking them over, committing or abandoning them).
  */
-export const ENGINE_ACTIONS = ['GetItem', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] as const;
+export type EngineAccess = 'operations' | 'recovery';
 
 /** Route authorization: the API's TOKEN authorizer, or none, with the reason a reviewer (and cdk-nag) needs. */
 export type RouteAuthorization = { readonly kind: 'token' } | { readonly kind: 'none'; readonly reason: string };
@@ -132,7 +138,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       bodyModel: jsonObjectModel,
     },
     tables: [
-      { table: idempotencyTable, actions: ENGINE_ACTIONS },
+      { table: idempotencyTable, engine: 'operations' },
       // Write-only: the payment is written inside the commit transaction that the claim fences.
       { table: paymentsTable, actions: ['PutItem', 'UpdateItem', 'ConditionCheckItem'] },
     ],
@@ -174,7 +180,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
         'The processor delivers webhooks in bursts from a few addresses (a backlog replays all at once); they are ' +
         'authenticated by signature and throttled by the stage.',
     },
-    tables: [{ table: idempotencyTable, actions: ENGINE_ACTIONS }],
+    tables: [{ table: idempotencyTable, engine: 'operations' }],
     sendsSettlements: true,
     readsWebhookSecret: true,
     metrics: httpIdempotencyMetrics(MetricService.webhooks),
@@ -186,7 +192,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
     memoryMb: 512,
     trigger: { kind: 'settlement-queue', batchSize: 10 },
     tables: [
-      { table: idempotencyTable, actions: ENGINE_ACTIONS },
+      { table: idempotencyTable, engine: 'operations' },
       // PutItem: a payment whose client never came back is recorded from its charge (in the operation's commit).
       { table: paymentsTable, actions: ['GetItem', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
     ],
@@ -203,7 +209,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
     tables: [
       // Reads and takes over due operations (fenced updates), commits or abandons them; finds them by the sparse
       // recovery index only, never by scanning.
-      { table: idempotencyTable, actions: ['GetItem', 'UpdateItem'], queries: [RECOVERY_INDEX] },
+      { table: idempotencyTable, engine: 'recovery' },
       { table: paymentsTable, actions: ['GetItem', 'PutItem', 'ConditionCheckItem'] },
     ],
     calls: ['processor'],

@@ -183,7 +183,15 @@ export class PaymentsStack extends Stack {
 
   /** Exactly the spec's permissions, each action named, on its one resource. */
   private grant(spec: FunctionSpec, service: ServiceFunction): void {
-    for (const { table, actions, queries = [] } of spec.tables) {
+    for (const access of spec.tables) {
+      if ('engine' in access) {
+        // The engine's table grants what the engine does, as the library's construct defines it.
+        const { idempotency } = this.tables;
+        if (access.engine === 'operations') idempotency.grantOperations(service.role);
+        else idempotency.grantRecovery(service.role);
+        continue;
+      }
+      const { table, actions, queries = [] } = access;
       const { tableArn } = this.tables.get(table);
       service.role.addToPrincipalPolicy(
         new PolicyStatement({ actions: actions.map((action) => `dynamodb:${action}`), resources: [tableArn] }),

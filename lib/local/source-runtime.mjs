@@ -24,12 +24,16 @@ import { errorReport, lambdaContext, runtimeError } from './lambda-protocol.mjs'
 
 const startedAt = performance.now();
 const { register } = await import('tsx/cjs/api');
+const { register: registerImports } = await import('tsx/esm/api');
 // The repository's modules are CommonJS TypeScript: tsx's require hook compiles them, as `tsx bin/local.ts` does,
 // with the tsconfig named (its `paths`), whatever the working directory. tsx reads it from the environment once,
-// here; the functions' environment is left as it was given.
+// here; the functions' environment is left as it was given. Its import hooks too: the library loads some modules on
+// first use with `import()` (zod when a body is first validated), which the require hook never sees, and which Node
+// alone can't resolve to a `.ts` source.
 const given = process.env.TSX_TSCONFIG_PATH;
 if (workerData.tsconfig) process.env.TSX_TSCONFIG_PATH = workerData.tsconfig;
 register();
+registerImports();
 if (given === undefined) delete process.env.TSX_TSCONFIG_PATH;
 else process.env.TSX_TSCONFIG_PATH = given;
 const require = createRequire(import.meta.url);

@@ -1,12 +1,4 @@
-import {
-  GatewayProblem,
-  InvalidBodyProblem,
-  PROBLEM_TYPE_BASE,
-  ProblemDetails,
-  ProblemType,
-  problemType,
-  REPLAYED_HEADER,
-} from 'keystone-idempotency/http';
+import { PROBLEM_TYPE_BASE, ProblemType, problemType, REPLAYED_HEADER } from 'keystone-idempotency/http';
 import type {
   HeaderObject,
   OpenAPIObject,
@@ -17,7 +9,14 @@ import type {
   SchemaObject,
   ServerObject,
 } from 'openapi3-ts/oas31';
-import { CardDeclinedProblem, PaymentProblemType, PaymentRejectedProblem } from '../payments/problems';
+import {
+  CardDeclinedProblem,
+  GatewayProblem,
+  InvalidBodyProblem,
+  PaymentProblemType,
+  PaymentRejectedProblem,
+  ProblemDetails,
+} from '../payments/problems';
 import { Payment, PaymentRequest } from '../payments/schema';
 import { ChargeSucceededEvent, WebhookAcknowledgement } from '../settlement/event';
 import { SIGNATURE_HEADER } from '../webhooks/signature';

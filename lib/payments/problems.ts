@@ -1,5 +1,33 @@
-import { BodyError, ProblemDetails, ProblemType } from 'keystone-idempotency/http';
+import type * as http from 'keystone-idempotency/http';
+import { ProblemType } from 'keystone-idempotency/http';
 import * as z from 'zod/mini';
+
+/**
+ * The problem+json bodies the API answers, as zod schemas: the OpenAPI document is generated from them, and the
+ * end-to-end tests check responses against it. The package defines these bodies as plain types (it answers them
+ * without a schema library); each schema here is declared to produce exactly that type, so the two cannot drift.
+ */
+export const ProblemDetails = z.looseObject({
+  type: z.string().check(z.minLength(1)),
+  title: z.string(),
+  status: z.number().check(z.int(), z.minimum(400), z.maximum(599)),
+  detail: z.optional(z.string()),
+}) satisfies z.ZodMiniType<http.ProblemDetails>;
+
+export const BodyError = z.strictObject({
+  path: z.string(),
+  message: z.string(),
+}) satisfies z.ZodMiniType<http.BodyError>;
+
+export const InvalidBodyProblem = z.extend(ProblemDetails, {
+  errors: z.array(BodyError).check(z.minLength(1)),
+}) satisfies z.ZodMiniType<http.InvalidBodyProblem>;
+
+export const GatewayProblem = z.strictObject({
+  type: z.literal('about:blank'),
+  title: z.nullable(z.string()),
+  requestId: z.string().check(z.minLength(1)),
+}) satisfies z.ZodMiniType<http.GatewayProblem>;
 
 /** The payments API's own problem types, from the one list of them (`ProblemType`). */
 export const PaymentProblemType = {

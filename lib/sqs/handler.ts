@@ -5,7 +5,7 @@ import {
   processPartialResponse,
   SqsFifoPartialProcessorAsync,
 } from '@aws-lambda-powertools/batch';
-import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { IdempotencyStore } from '../engine/contract.js';
 import { ConfigurationError } from '../engine/errors.js';
@@ -197,6 +197,9 @@ function validated<TSummary, TEffect>(
   if (options.scope !== undefined && options.scope.length === 0) {
     throw new ConfigurationError('scope, when given, must not be empty');
   }
+  if (options.fingerprint && options.fingerprintBody) {
+    throw new ConfigurationError('fingerprint and fingerprintBody both say what to compare: give one of them');
+  }
   if (options.inFlightWaitMs !== undefined && !(options.inFlightWaitMs >= 0)) {
     throw new ConfigurationError(`inFlightWaitMs must be 0 or more, got ${options.inFlightWaitMs}`);
   }
@@ -276,6 +279,14 @@ async function settle<TSummary, TEffect>(
   }
 }
 
+/**
+ * The SQS SDK, loaded the first time a record is sent back or moved: only a consumer given `queue` (and so an
+ * `SQSClient` of its own) ever needs it, so the adapter loads without `@aws-sdk/client-sqs` installed.
+ */
+function sqsCommands() {
+  return import('@aws-sdk/client-sqs');
+}
+
 /** SQS's limit on a visibility timeout: 12 hours. */
 const MAX_VISIBILITY_SECONDS = 12 * 60 * 60;
 
@@ -293,6 +304,7 @@ async function comeBackIn<TSummary, TEffect>(
   if (!queue) return undefined;
   const seconds = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(afterMs / 1000)));
   try {
+    const { ChangeMessageVisibilityCommand } = await sqsCommands();
     await queue.client.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: queue.url ?? queueUrlOf(record.eventSourceARN),
@@ -318,6 +330,7 @@ async function moveToDeadLetters<TSummary, TEffect>(
   const deadLetterUrl = settings.queue?.deadLetterUrl;
   if (!settings.queue || !deadLetterUrl) return false;
   try {
+    const { SendMessageCommand } = await sqsCommands();
     await settings.queue.client.send(
       new SendMessageCommand({
         QueueUrl: deadLetterUrl,

@@ -1,5 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
-import { fingerprint } from '../engine/fingerprint.js';
+import { ConfigurationError } from '../engine/errors.js';
+import { fingerprint, selectedKey, selectionFingerprint } from '../engine/fingerprint.js';
 import { MAX_KEY_LENGTH, scopedKey } from '../engine/key.js';
 import { InvalidRecordKeyError } from './errors.js';
 import { byMessageId, type RecordKeySource } from './record-key.js';
@@ -13,7 +14,10 @@ export interface RecordIdentityOptions {
    * name. Give another (a tenant, a bounded context) to share keys between consumers or to keep them apart.
    */
   readonly scope?: string;
-  /** Where the key comes from. Default {@link byMessageId}. */
+  /**
+   * Where the key comes from: {@link byMessageId} (the default), {@link byMessageAttribute}, {@link byBodyField},
+   * or a subset of the body ({@link fromBody}, Powertools' `eventKeyJmesPath`), hashed canonically into the key.
+   */
   readonly key?: RecordKeySource;
   /**
    * Also compare bodies: a key that comes back with a different body is then a mismatch. Off by default, because
@@ -25,6 +29,13 @@ export interface RecordIdentityOptions {
    * claimed under the old setting come back as mismatches.
    */
   readonly fingerprintBody?: boolean;
+  /**
+   * Compare a part of the record instead of the whole body: what must be equal for a later delivery under the same
+   * key to count as the same message (Powertools' `payloadValidationJmesPath`), e.g.
+   * `fromBody((order: Order) => ({ amount: order.amount, items: order.items }))`. Compared canonically; a different
+   * value under the same key is a mismatch. Not together with `fingerprintBody`; the same caution applies.
+   */
+  readonly fingerprint?: (record: SQSRecord) => unknown;
 }
 
 /** A record's identity for the engine: its scoped key and the fingerprint stored with it. */
@@ -43,16 +54,12 @@ export interface RecordIdentity {
  * @throws {InvalidRecordKeyError} the key source threw, or gave an empty or too long key.
  */
 export function recordIdentity(record: SQSRecord, options: RecordIdentityOptions): RecordIdentity {
-  const source = options.key ?? byMessageId;
-  let ownKey: string;
-  try {
-    ownKey = source(record);
-  } catch (error) {
-    throw new InvalidRecordKeyError(record.messageId, error instanceof Error ? error.message : String(error), {
-      cause: error,
-    });
+  if (options.fingerprint && options.fingerprintBody) {
+    throw new ConfigurationError('fingerprint and fingerprintBody both say what to compare: give one of them');
   }
-  if (typeof ownKey !== 'string' || ownKey.length === 0) {
+  const source = options.key ?? byMessageId;
+  const ownKey = selectedKey(taken(record, () => source(record)));
+  if (ownKey === undefined) {
     throw new InvalidRecordKeyError(record.messageId, 'the key is empty');
   }
   if (ownKey.length > MAX_KEY_LENGTH) {
@@ -62,9 +69,26 @@ export function recordIdentity(record: SQSRecord, options: RecordIdentityOptions
   return {
     key,
     // Under one key, the fingerprint decides "same message or not". By default that is the key itself: every
-    // delivery under the key is the same work. With fingerprintBody, the body must match too.
-    fingerprint: options.fingerprintBody
-      ? fingerprint({ operation: options.name, body: record.body })
-      : fingerprint({ operation: options.name, body: ownKey, contentType: 'text/plain' }),
+    // delivery under the key is the same work. With fingerprintBody, the body must match too; with fingerprint,
+    // the part of the record it selects.
+    fingerprint: options.fingerprint
+      ? selectionFingerprint(
+          options.name,
+          taken(record, () => options.fingerprint?.(record)),
+        )
+      : options.fingerprintBody
+        ? fingerprint({ operation: options.name, body: record.body })
+        : fingerprint({ operation: options.name, body: ownKey, contentType: 'text/plain' }),
   };
+}
+
+/** A selection from the record; one that throws (an unparsable body) makes the record unusable, like a bad key. */
+function taken(record: SQSRecord, select: () => unknown): unknown {
+  try {
+    return select();
+  } catch (error) {
+    throw new InvalidRecordKeyError(record.messageId, error instanceof Error ? error.message : String(error), {
+      cause: error,
+    });
+  }
 }

@@ -28,4 +28,4 @@ export {
   type SqsRecordFunction,
 } from './process-record.js';
 export type { SqsRecordContext } from './record-context.js';
-export { byBodyField, byMessageAttribute, byMessageId, type RecordKeySource } from './record-key.js';
+export { byBodyField, byMessageAttribute, byMessageId, fromBody, type RecordKeySource } from './record-key.js';

@@ -1,10 +1,12 @@
 import type { SQSRecord } from 'aws-lambda';
 
 /**
- * Where a record's idempotency key comes from. It runs before any claim; throwing (or returning an empty string)
- * fails the record, which then goes the way of any poison message: redelivered, and to the DLQ in the end.
+ * Where a record's idempotency key comes from: a string, or a subset of the record (any other JSON value), which is
+ * hashed from its canonical JSON into the key. It runs before any claim; throwing (or selecting nothing: an empty
+ * string, undefined, null) fails the record, which then goes the way of any poison message: redelivered, and to the
+ * DLQ in the end.
  */
-export type RecordKeySource = (record: SQSRecord) => string;
+export type RecordKeySource = (record: SQSRecord) => unknown;
 
 /**
  * The SQS message id: the default. It catches redeliveries of one message (visibility timeout, a failed batch, SQS's
@@ -45,5 +47,26 @@ export function byBodyField(field: string): RecordKeySource {
     if (typeof value === 'string') return value;
     if (typeof value === 'number' && Number.isFinite(value)) return String(value);
     throw new Error(`the body has no string or number field ${field}`);
+  };
+}
+
+/**
+ * A selection from the record's JSON body: a subset that names the message (`(order: Order) => [order.customerId,
+ * order.orderId]`, Powertools' `eventKeyJmesPath` on `powertools_json(body)`), as the key, or the part of it to
+ * compare, as the `fingerprint`. The body is parsed, not validated: `TBody` is what the producer promises. A body
+ * that is not JSON fails the record.
+ *
+ * @example
+ * makeSqsIdempotentHandler({
+ *   store,
+ *   name: 'orders',
+ *   key: fromBody((order: Order) => [order.customerId, order.orderId]),
+ *   fingerprint: fromBody((order: Order) => order.items),
+ *   process,
+ * });
+ */
+export function fromBody<TBody>(select: (body: TBody) => unknown): (record: SQSRecord) => unknown {
+  return function selectFromBody(record) {
+    return select(JSON.parse(record.body) as TBody);
   };
 }

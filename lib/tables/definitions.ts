@@ -1,4 +1,4 @@
-import { KEY_ATTRIBUTE, RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from 'keystone-idempotency/dynamodb';
+import { IDEMPOTENCY_TABLE } from 'keystone-idempotency/dynamodb';
 
 /**
  * The tables, described once. The CDK stack builds them from these definitions and the local stack and tests create
@@ -30,21 +30,16 @@ export interface TableDefinition {
 
 /**
  * The engine's key store: one item per scoped idempotency key, and the sparse recovery index, in which only
- * unfinished recoverable operations appear (the engine's `findDue` queries it; nothing ever scans the table).
+ * unfinished recoverable operations appear (the engine's `findDue` queries it; nothing ever scans the table). Its
+ * shape is the package's own definition (`IDEMPOTENCY_TABLE`), the one the CDK construct builds the deployed table
+ * from: this adds only what the service names it by.
  */
 export const idempotencyTable: TableDefinition = {
   id: 'Idempotency',
   envVar: 'IDEMPOTENCY_TABLE',
-  partitionKey: { name: KEY_ATTRIBUTE, type: 'S' },
-  ttlAttribute: TTL_ATTRIBUTE,
-  indexes: [
-    {
-      name: RECOVERY_INDEX,
-      partitionKey: { name: RecordAttribute.recoveryShard, type: 'S' },
-      sortKey: { name: RecordAttribute.recoverAt, type: 'N' },
-      projection: 'KEYS_ONLY',
-    },
-  ],
+  partitionKey: IDEMPOTENCY_TABLE.partitionKey,
+  ttlAttribute: IDEMPOTENCY_TABLE.ttlAttribute,
+  indexes: [IDEMPOTENCY_TABLE.recoveryIndex],
 };
 
 /**

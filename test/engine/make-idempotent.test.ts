@@ -38,7 +38,7 @@ interface Booked {
 }
 
 /** A shipment booking whose behaviour a test can steer, counting its runs and the handles they saw. */
-function booking(options: Partial<MakeIdempotentOptions<Order, EffectItem>> = {}) {
+function booking(options: Partial<MakeIdempotentOptions<Order, EffectItem, Booked>> = {}) {
   const runs: IdempotencyHandle<EffectItem>[] = [];
   let behaviour = async (input: Order, handle: IdempotencyHandle<EffectItem>): Promise<Booked> => {
     const id = `shp_${randomUUID().slice(0, 8)}`;
@@ -256,6 +256,44 @@ describe('makeIdempotent', () => {
     await expect(book({ orderId: 'x'.repeat(256), amount: 1 })).rejects.toBeInstanceOf(InvalidKeyError);
     expect(runs).toHaveLength(0);
     expect(db.requests.sent).toEqual([]);
+  });
+
+  it('takes the key from a subset of the input: the same subset, in any member order, is the same call', async () => {
+    const { book, runs } = booking({ key: (input) => ({ order: input.orderId, amount: input.amount }) });
+    const input = order(4200);
+    const first = await book(input);
+    const again = await booking({ key: (input) => ({ amount: input.amount, order: input.orderId }) }).book(input);
+    expect(await book(input)).toEqual(JSON.parse(JSON.stringify(first)));
+    expect(runs).toHaveLength(1);
+    // Hashed canonically into the key, so a second function with the members swapped names the same operation.
+    expect(runs[0]!.key).toMatch(/\|book-shipment\|sha256:[0-9a-f]{64}$/);
+    expect(again).toEqual(JSON.parse(JSON.stringify(first)));
+    // Another subset is another operation.
+    await book({ ...input, amount: 1 });
+    expect(runs).toHaveLength(2);
+  });
+
+  it('refuses a subset that selects nothing, before touching the store', async () => {
+    const { book, runs } = booking({ key: (input) => ({ missing: (input as { customer?: string }).customer }) });
+    db.requests.reset();
+    await expect(book(order())).rejects.toBeInstanceOf(InvalidKeyError);
+    expect(runs).toHaveLength(0);
+    expect(db.requests.sent).toEqual([]);
+  });
+
+  it('runs responseHook on every replay, never on the call that ran the function', async () => {
+    const seen: { result: Booked; attempt: number }[] = [];
+    const { book } = booking({
+      responseHook: (result, record) => {
+        seen.push({ result, attempt: record.attempt });
+        return { ...result, replayed: true } as Booked;
+      },
+    });
+    const input = order();
+    const first = await book(input);
+    expect(first).not.toHaveProperty('replayed');
+    expect(await book(input)).toMatchObject({ shipmentId: first.shipmentId, replayed: true });
+    expect(seen).toEqual([{ result: expect.objectContaining({ shipmentId: first.shipmentId }), attempt: 1 }]);
   });
 
   it('tracks a recoverable operation for recovery once its call gave up', async () => {

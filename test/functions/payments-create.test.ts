@@ -49,7 +49,7 @@ async function invoke(event: HttpEvent): Promise<{ response: APIGatewayProxyResu
   });
   try {
     // A REST API's or an HTTP API's event: either answer has a status, headers and a body (payload 2.0 no more).
-    const response = (await handler(event, lambdaContext() as Parameters<typeof handler>[1])) as APIGatewayProxyResult;
+    const response = (await handler(event, lambdaContext())) as APIGatewayProxyResult;
     return { response, published: lines.flatMap(emf) };
   } finally {
     write.mockRestore();

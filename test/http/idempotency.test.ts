@@ -7,9 +7,10 @@ import { StagingClosedError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
 import type { IdempotencyHandle } from '../../lib/engine/operation';
 import { RecordStatus } from '../../lib/engine/record';
+import { ReplayCache } from '../../lib/engine/replay-cache';
 import { answersEarly } from '../../lib/http/early-response';
 import { problemErrorHandler } from '../../lib/http/error-handler';
-import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
+import { type HttpIdempotencyOptions, httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
 import { ProblemType, problemType } from '../../lib/http/problem';
 import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
 import { apiEvent, lambdaContext } from '../support/api-event';
@@ -24,13 +25,23 @@ const Body = z.strictObject({ amount: z.number().int().positive(), currency: z.s
 type Ctx = Context & WithIdempotency<EffectItem> & WithBody<z.infer<typeof Body>>;
 
 /** A payment-like handler whose behaviour each test steers, recording every run and the downstream key it saw. */
-function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: string[]; client?: typeof doc } = {}) {
-  const store = new DynamoDbStore({
+function harness(
+  options: {
+    clock?: FakeClock;
+    leaseSeconds?: number;
+    metrics?: string[];
+    client?: typeof doc;
+    cached?: boolean;
+    responseHook?: HttpIdempotencyOptions<EffectItem>['responseHook'];
+  } = {},
+) {
+  const dynamodb = new DynamoDbStore({
     client: options.client ?? doc,
     tableName: db.idempotencyTable,
     clock: options.clock,
     leaseSeconds: options.leaseSeconds ?? 30,
   });
+  const store = options.cached ? new ReplayCache(dynamodb, { clock: options.clock }) : dynamodb;
   const runs: { downstreamKey: string; attempt: number }[] = [];
   let behaviour: (ctx: Ctx) => Promise<APIGatewayProxyResult> = async (ctx) => {
     const id = `pay_${randomUUID().slice(0, 8)}`;
@@ -56,6 +67,7 @@ function harness(options: { clock?: FakeClock; leaseSeconds?: number; metrics?: 
         store,
         logger: { warn: () => undefined, error: () => undefined },
         metrics: { addMetric: (name) => options.metrics?.push(name) },
+        ...(options.responseHook ? { responseHook: options.responseHook } : {}),
       }),
     );
   return {
@@ -133,6 +145,38 @@ describe('httpIdempotency', () => {
       'Idempotent-Replayed': 'true',
     });
     expect(await effectRows(h.runs[0]!.downstreamKey)).toBe(1);
+  });
+
+  it('passes every replay, and only a replay, through responseHook', async () => {
+    const hooked: number[] = [];
+    const h = harness({
+      responseHook: (response, record) => {
+        hooked.push(record.attempt);
+        return { ...response, headers: [...response.headers, ['X-Replayed-Attempt', String(record.attempt)]] };
+      },
+    });
+    const key = randomUUID();
+    const first = await h.call(post(key));
+    expect(first.headers?.['X-Replayed-Attempt']).toBeUndefined();
+    const replay = await h.call(post(key));
+    expect(replay.body).toBe(first.body);
+    expect(replay.headers).toMatchObject({ 'Idempotent-Replayed': 'true', 'X-Replayed-Attempt': '1' });
+    expect(hooked).toEqual([1]);
+  });
+
+  it('answers a hot replay with no DynamoDB request when its store is a ReplayCache', async () => {
+    const h = harness({ cached: true });
+    const key = randomUUID();
+    const first = await h.call(post(key));
+    requests.reset();
+    const replay = await h.call(post(key));
+    expect(requests.sent).toEqual([]);
+    expect(replay.body).toBe(first.body);
+    expect(replay.headers?.['Idempotent-Replayed']).toBe('true');
+    const other = await h.call(post(key, { amount: 1, currency: 'usd' }));
+    expect(requests.sent).toEqual([]);
+    expect(other.statusCode).toBe(422);
+    expect(h.runs).toHaveLength(1);
   });
 
   it('replays a reordered but equal body', async () => {

@@ -1,24 +1,29 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { DescribeTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { testDatabase } from '../support/dynamodb';
 
 /**
- * The package as a team gets it. `npm pack` (which builds dist/ through `prepack`) makes the tarball; it is unpacked
- * into a fresh project in a temporary directory, where `npm install` would put it, and what it declares it needs
- * (its dependencies and peer dependencies, and nothing else) is linked from this repository's node_modules: no
- * network, no registry, and an undeclared dependency fails to resolve. The consumer then:
+ * The package as a team gets it. `npm run build` assembles dist/ (the package's root: the compiled library, its
+ * package.json and README) and `npm pack ./dist` makes the tarball. It is unpacked into fresh projects in a temporary
+ * directory, where `npm install` would put it, and each project is given, linked from this repository's
+ * node_modules, the package's dependencies and, of its peers, exactly those the package README lists for what the
+ * project imports: no network, no registry, and anything else fails to resolve. Then:
  *
- * - imports every entry point, as an ES module and through `require`, and is refused a deep import;
- * - typechecks a small program using each entry point, and every TypeScript block of the README, with `tsc` under
- *   `nodenext` and under `bundler` resolution, against the published declarations;
- * - runs the README's `makeIdempotent` example, as compiled, against DynamoDB Local.
+ * - every entry point is imported, as an ES module and through `require`, in a project holding only the peers the
+ *   README's table says it needs (and one without them fails, so the check can);
+ * - a project with every peer typechecks a small program, every TypeScript block of the package README, the
+ *   repository README and the migration guide, with `tsc` under `nodenext` and under `bundler` resolution;
+ * - the examples that touch AWS run as compiled: the README's `makeIdempotent` and middy handlers (the latter called
+ *   from TypeScript with a plain Lambda `Context`), the table made from its SDK requests, and the migration guide's
+ *   handler, against DynamoDB Local; the README's CDK stack is synthesized.
  *
- * About 11 s on a quiet machine, 40 to 50 s on a loaded one (the build, and two `tsc` runs over the AWS SDK's
- * declarations).
+ * About 20 s on a quiet machine, a minute on a loaded one (the build, two `tsc` runs over the AWS SDK's and CDK's
+ * declarations, a CDK synth).
  */
 jest.setTimeout(300_000);
 
@@ -27,66 +32,90 @@ const root = join(__dirname, '..', '..');
 const tsc = require.resolve('typescript/bin/tsc');
 const db = testDatabase();
 
-const ENTRY_POINTS = [
-  'keystone-idempotency',
-  'keystone-idempotency/engine',
-  'keystone-idempotency/http',
-  'keystone-idempotency/sqs',
-  'keystone-idempotency/natural',
-  'keystone-idempotency/dynamodb',
-  'keystone-idempotency/postgres',
-  'keystone-idempotency/client',
-];
-
-interface PackedFile {
-  readonly path: string;
-}
 interface Manifest {
+  readonly name: string;
+  readonly type?: string;
   readonly dependencies?: Record<string, string>;
   readonly peerDependencies?: Record<string, string>;
+  readonly peerDependenciesMeta?: Record<string, { optional?: boolean }>;
   readonly exports: Record<string, unknown>;
   readonly private?: boolean;
+  readonly repository?: { url: string };
 }
 
+const repositoryManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Manifest;
+const docs = {
+  package: readFileSync(join(root, 'package', 'README.md'), 'utf8'),
+  repository: readFileSync(join(root, 'README.md'), 'utf8'),
+  guide: readFileSync(join(root, 'docs', 'migrating-from-powertools.md'), 'utf8'),
+};
+const tsBlocks = (text: string) => [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1] ?? '');
+const blocks = {
+  package: tsBlocks(docs.package),
+  repository: tsBlocks(docs.repository),
+  guide: tsBlocks(docs.guide),
+};
+/** The source file a block is written to in the consumer, and its compiled module. */
+const blockFile = (doc: keyof typeof blocks, index: number) => `${doc}-${index + 1}`;
+const blockWith = (doc: keyof typeof blocks, text: string) => {
+  const index = blocks[doc].findIndex((block) => block.includes(text));
+  if (index < 0) throw new Error(`no TypeScript block of ${doc} contains ${text}`);
+  return blockFile(doc, index);
+};
+
+/** One row of the package README's entry point table: what to import, and the peers it says that needs. */
+interface EntryRow {
+  readonly entries: string[];
+  readonly needs: string[];
+  readonly onFirstUse: string[];
+}
+
+/** The rows of the table under "Entry points, and what each needs". */
+function entryTable(readme: string): EntryRow[] {
+  const section = readme.split('## Entry points, and what each needs')[1]?.split('\n## ')[0] ?? '';
+  const names = (cell: string | undefined) => [...(cell ?? '').matchAll(/`([^`]+)`/g)].map((match) => match[1] ?? '');
+  return section
+    .split('\n')
+    .filter((line) => line.startsWith('| `keystone-idempotency'))
+    .map((line) => {
+      const [, target, , needs, onFirstUse] = line.split('|');
+      const [entry = '', alias] = names(target);
+      return {
+        entries: alias ? [entry, `keystone-idempotency${alias}`] : [entry],
+        needs: names(needs),
+        // The first name of the cell is the package; the rest says what loads it.
+        onFirstUse: names(onFirstUse).slice(0, 1),
+      };
+    });
+}
+const table = entryTable(docs.package);
+
 let tmp: string;
-let project: string;
+let unpacked: string;
 let packedFiles: string[];
 let manifest: Manifest;
+let consumer: string;
 /** What `tsc` reported for the consumer under each resolution ('' when it compiled cleanly). */
 const typechecked = { nodenext: '', bundler: '' };
-const readmeBlocks = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map(
-  (match) => match[1] ?? '',
-);
 
 beforeAll(async () => {
   tmp = await mkdtemp(join(tmpdir(), 'keystone-pack-'));
-  const packed = await run('npm', ['pack', '--json', '--offline', '--pack-destination', tmp], {
+  await run(process.execPath, [require.resolve('tsx/cli'), join(root, 'bin', 'build-package.ts')], { cwd: root });
+  const packed = await run('npm', ['pack', './dist', '--json', '--offline', '--pack-destination', tmp], {
     cwd: root,
     maxBuffer: 16 * 1024 * 1024,
   });
-  const [result] = JSON.parse(packed.stdout) as { filename: string; files: PackedFile[] }[];
+  const [result] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
   if (!result) throw new Error(`npm pack said nothing: ${packed.stderr}`);
   packedFiles = result.files.map((file) => file.path).sort();
+  unpacked = join(tmp, 'unpacked');
+  await mkdir(unpacked);
+  await run('tar', ['-xzf', join(tmp, result.filename), '-C', unpacked, '--strip-components=1']);
+  manifest = JSON.parse(await readFile(join(unpacked, 'package.json'), 'utf8')) as Manifest;
 
-  project = join(tmp, 'consumer');
-  const installed = join(project, 'node_modules', 'keystone-idempotency');
-  await mkdir(installed, { recursive: true });
-  await run('tar', ['-xzf', join(tmp, result.filename), '-C', installed, '--strip-components=1']);
-  manifest = JSON.parse(await readFile(join(installed, 'package.json'), 'utf8')) as Manifest;
-
-  // What npm would install beside it: exactly what it declares, plus the consumer's own type packages.
-  const provided = [
-    ...Object.keys(manifest.dependencies ?? {}),
-    ...Object.keys(manifest.peerDependencies ?? {}),
-    '@types/node',
-  ];
-  for (const name of provided) {
-    const link = join(project, 'node_modules', name);
-    await mkdir(dirname(link), { recursive: true });
-    await symlink(join(root, 'node_modules', name), link, 'dir');
-  }
-  await writeConsumer();
-  // nodenext also emits (out/), which the example test runs.
+  consumer = await project('consumer', [...Object.keys(manifest.peerDependencies ?? {}), '@types/node']);
+  await writeConsumer(consumer);
+  // nodenext also emits (out/), which the examples run from.
   typechecked.nodenext = await typecheck('tsconfig.nodenext.json');
   typechecked.bundler = await typecheck('tsconfig.bundler.json');
 });
@@ -94,10 +123,37 @@ afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
-async function writeConsumer(): Promise<void> {
+/**
+ * A fresh project with the package installed (a copy: Node resolves a symlinked package's own imports from where it
+ * really is) beside its dependencies and the given peers, linked from this repository's node_modules.
+ */
+async function project(name: string, peers: readonly string[]): Promise<string> {
+  const dir = join(tmp, name);
+  await mkdir(join(dir, 'node_modules'), { recursive: true });
+  await cp(unpacked, join(dir, 'node_modules', manifest.name), { recursive: true });
+  for (const dependency of [...Object.keys(manifest.dependencies ?? {}), ...peers]) {
+    const link = join(dir, 'node_modules', dependency);
+    await mkdir(dirname(link), { recursive: true });
+    await symlink(join(root, 'node_modules', dependency), link, 'dir');
+  }
+  await writeFile(join(dir, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }));
+  return dir;
+}
+
+/** Imports one entry point as an ES module and through `require`, in `dir`: its export names, or the error. */
+async function load(dir: string, entry: string): Promise<{ esm: string[]; cjs: string[] }> {
+  const esm = `console.log(JSON.stringify(Object.keys(await import(${JSON.stringify(entry)})).sort()));`;
+  const cjs = `console.log(JSON.stringify(Object.keys(require(${JSON.stringify(entry)})).sort()));`;
+  await writeFile(join(dir, 'load.mjs'), esm);
+  await writeFile(join(dir, 'load.cjs'), cjs);
+  const names = async (file: string) =>
+    JSON.parse((await run(process.execPath, [file], { cwd: dir })).stdout) as string[];
+  return { esm: await names('load.mjs'), cjs: await names('load.cjs') };
+}
+
+async function writeConsumer(dir: string): Promise<void> {
   const file = (path: string, text: string) =>
-    mkdir(dirname(join(project, path)), { recursive: true }).then(() => writeFile(join(project, path), text));
-  await file('package.json', JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+    mkdir(dirname(join(dir, path)), { recursive: true }).then(() => writeFile(join(dir, path), text));
   const compilerOptions = {
     target: 'es2022',
     lib: ['es2023', 'dom'],
@@ -119,10 +175,14 @@ async function writeConsumer(): Promise<void> {
     }),
   );
   await file('src/consumer.ts', CONSUMER);
-  await file('src/readme-globals.d.ts', README_GLOBALS);
-  for (const [index, block] of readmeBlocks.entries()) await file(`src/readme-${index + 1}.ts`, block);
-  await file('imports.mjs', IMPORTS);
-  await file('require.cjs', REQUIRES);
+  await file('src/doc-globals.d.ts', DOC_GLOBALS);
+  for (const doc of ['package', 'repository', 'guide'] as const) {
+    for (const [index, block] of blocks[doc].entries()) await file(`src/${blockFile(doc, index)}.ts`, block);
+  }
+  await file('src/call-middy-example.ts', callMiddyExample(blockWith('package', 'lambdaHandler(')));
+  // What the CDK example's NodejsFunction looks for when it is built: its entry, and a lock file above it.
+  await file('src/create-order.ts', 'export const handler = async () => ({ statusCode: 200 });\n');
+  await file('package-lock.json', '{}\n');
 }
 
 /**
@@ -133,28 +193,32 @@ async function writeConsumer(): Promise<void> {
 const CONSUMER = `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { APIGatewayProxyEvent, SQSRecord } from 'aws-lambda';
-import { type IdempotencyHandle, LeaseLostError, makeIdempotent } from 'keystone-idempotency';
-import { DynamoDbStore, type EffectItem, MAX_TRANSACTION_EFFECTS } from 'keystone-idempotency/dynamodb';
+import { App, Stack } from 'aws-cdk-lib';
+import { type IdempotencyHandle, IDEMPOTENCY_DISABLED_ENV, LeaseLostError, makeIdempotent, ReplayCache } from 'keystone-idempotency';
+import { IdempotencyTable } from 'keystone-idempotency/cdk';
+import { DynamoDbStore, type EffectItem, IDEMPOTENCY_TABLE_ACTIONS, MAX_TRANSACTION_EFFECTS } from 'keystone-idempotency/dynamodb';
 import { migrate, type PostgresEffect, PostgresStore } from 'keystone-idempotency/postgres';
 import { Pool } from 'pg';
 import { fingerprint, parseIdempotencyKey } from 'keystone-idempotency/engine';
 import { accountIdOf, httpIdempotency, IdempotencyMetric, type WithIdempotency } from 'keystone-idempotency/http';
-import { makeSqsIdempotentHandler, type SqsRecordContext } from 'keystone-idempotency/sqs';
+import { fromBody, makeSqsIdempotentHandler, type SqsRecordContext } from 'keystone-idempotency/sqs';
 import { compareAndSetItem, putIfAbsent } from 'keystone-idempotency/natural';
 import { IdempotencyProblemType, RetrySafeClient } from 'keystone-idempotency/client';
 
 const client = DynamoDBDocumentClient.from(new DynamoDBClient({}));
-const store = new DynamoDbStore({ client, tableName: 'idempotency' });
+const store = new ReplayCache(new DynamoDbStore({ client, tableName: 'idempotency' }), { maxEntries: 100 });
 // @ts-expect-error a store needs its table
 new DynamoDbStore({ client });
 
 const key: string = parseIdempotencyKey('order-42');
 const print: string = fingerprint({ operation: 'POST /orders', body: '{}' });
 const limit: 99 = MAX_TRANSACTION_EFFECTS;
+export const switchedOffBy: 'KEYSTONE_IDEMPOTENCY_DISABLED' = IDEMPOTENCY_DISABLED_ENV;
+export const claims: readonly string[] = IDEMPOTENCY_TABLE_ACTIONS.operations;
 
 export const book = makeIdempotent(
   async (order: { orderId: string }, idempotency: IdempotencyHandle<EffectItem>) => ({ by: idempotency.downstreamKey, order }),
-  { store, name: 'book', key: (order) => order.orderId },
+  { store, name: 'book', key: (order) => order.orderId, responseHook: (result) => ({ ...result, replay: true }) },
 );
 // @ts-expect-error the key is taken from the function's own input type
 makeIdempotent(async (order: { orderId: string }) => order, { store, name: 'book', key: (order) => order.id });
@@ -167,6 +231,7 @@ export type Context = WithIdempotency<EffectItem>;
 export const consumer = makeSqsIdempotentHandler({
   store,
   name: 'orders',
+  key: fromBody((order: { orderId: string }) => order.orderId),
   process: async (record: SQSRecord, context: SqsRecordContext<EffectItem>) => {
     context.stage(compareAndSetItem({ TableName: 't', Key: { pk: record.messageId }, attribute: 's', expected: 1, next: 2 }));
     return context.attempt;
@@ -179,11 +244,15 @@ export async function once(): Promise<string> {
 }
 
 const pool = new Pool({ pipeline: true });
-export const pgStore = new PostgresStore({ pool, lockTimeoutMs: 500 });
+export const pgStore = new ReplayCache(new PostgresStore({ pool, lockTimeoutMs: 500 }));
 export const migrated: Promise<{ readonly applied: readonly number[] }> = migrate(pool);
 export const sql: PostgresEffect = { text: 'DELETE FROM t WHERE id = $1 RETURNING 1', values: [key], expectRows: 1 };
 // @ts-expect-error a store needs its pool
 new PostgresStore({});
+
+export const table = new IdempotencyTable(new Stack(new App(), 'Consumer'), 'Idempotency');
+// @ts-expect-error the key schema is the engine's, not a prop
+new IdempotencyTable(new Stack(new App(), 'Other'), 'Idempotency', { partitionKey: { name: 'id' } });
 
 export const api = new RetrySafeClient({ baseUrl: 'http://127.0.0.1:3000', headers: { Authorization: 'Bearer sk_test' } });
 export const order = api.prepare({ url: 'orders', body: { sku: 'book-42' }, parse: (body) => body as { id: string } });
@@ -199,15 +268,22 @@ export const fenced = (error: unknown): number | undefined => (error instanceof 
 /** False unless a declaration failed to resolve and degraded to \`any\` (which skipLibCheck would not report). */
 type IsAny<T> = 0 extends 1 & T ? true : false;
 export const resolved: IsAny<
-  IdempotencyHandle<EffectItem> | SqsRecordContext<EffectItem> | WithIdempotency<EffectItem> | typeof middleware | typeof order | PostgresStore
+  | IdempotencyHandle<EffectItem>
+  | SqsRecordContext<EffectItem>
+  | WithIdempotency<EffectItem>
+  | typeof middleware
+  | typeof order
+  | typeof table
+  | typeof store
+  | typeof pgStore
 > = false;
 `;
 
 /**
- * The README's examples call the application's own collaborators: declared here, as the application would define
+ * The documents' examples call the application's own collaborators: declared here, as the application would define
  * them.
  */
-const README_GLOBALS = `declare const carrier: {
+const DOC_GLOBALS = `declare const carrier: {
   book(order: unknown, options: { idempotencyKey: string }): Promise<{ id: string }>;
 };
 declare const processor: {
@@ -220,150 +296,313 @@ declare const KEY: string;
 declare const controller: AbortController;
 `;
 
-const IMPORTS = `const names = {};
-for (const entry of ${JSON.stringify(ENTRY_POINTS)}) names[entry] = Object.keys(await import(entry)).sort();
-const same = (await import('keystone-idempotency')) === (await import('keystone-idempotency/engine'));
-let deep = 'allowed';
-try {
-  await import('keystone-idempotency/dist/engine/store.js');
-} catch (error) {
-  deep = error.code;
-}
-console.log(JSON.stringify({ names, same, deep }));
-`;
+/** A test of the application's, calling the README's middy handler as Lambda does: with a plain Context, no cast. */
+function callMiddyExample(module: string): string {
+  return `import type { Context } from 'aws-lambda';
+import type { HttpEvent, HttpResult } from 'keystone-idempotency/http';
+import { handler } from './${module}.js';
 
-const REQUIRES = `const names = {};
-for (const entry of ${JSON.stringify(ENTRY_POINTS)}) names[entry] = Object.keys(require(entry)).sort();
-import('keystone-idempotency/engine').then((imported) => {
-  const same = require('keystone-idempotency/engine').LeaseLostError === imported.LeaseLostError;
-  console.log(JSON.stringify({ names, same }));
-});
+const context: Context = {
+  callbackWaitsForEmptyEventLoop: true,
+  functionName: 'create-order',
+  functionVersion: '$LATEST',
+  invokedFunctionArn: 'arn:aws:lambda:local:000000000000:function:create-order',
+  memoryLimitInMB: '256',
+  awsRequestId: 'request-1',
+  logGroupName: '/aws/lambda/create-order',
+  logStreamName: 'local',
+  getRemainingTimeInMillis: () => 10_000,
+  done: () => undefined,
+  fail: () => undefined,
+  succeed: () => undefined,
+};
+
+export async function call(event: HttpEvent): Promise<HttpResult> {
+  return handler(event, context);
+}
 `;
+}
 
 async function typecheck(config: string): Promise<string> {
   try {
-    await run(process.execPath, [tsc, '-p', join(project, config)], { cwd: project, maxBuffer: 16 * 1024 * 1024 });
+    await run(process.execPath, [tsc, '-p', join(consumer, config)], { cwd: consumer, maxBuffer: 16 * 1024 * 1024 });
     return '';
   } catch (error) {
     return (error as { stdout?: string }).stdout || String(error);
   }
 }
 
+/** Runs a script in the consumer against DynamoDB Local, with the SDK pointed at it; its last line, as JSON. */
+async function runInConsumer(script: string, env: Record<string, string> = {}): Promise<unknown> {
+  await writeFile(join(consumer, 'run.mjs'), script);
+  const { stdout } = await run(process.execPath, ['run.mjs'], {
+    cwd: consumer,
+    env: {
+      PATH: process.env.PATH,
+      // The SDK's own setting for a service's endpoint: the examples' `new DynamoDBClient({})` run as printed.
+      AWS_ENDPOINT_URL_DYNAMODB: process.env.DYNAMODB_ENDPOINT,
+      AWS_REGION: 'local',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      IDEMPOTENCY_TABLE: db.idempotencyTable,
+      ORDERS_TABLE: db.paymentsTable,
+      ...env,
+    },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return JSON.parse(stdout.trim().split('\n').at(-1) ?? 'null');
+}
+
 describe('the packed package', () => {
-  it('ships the compiled library, its declarations and the README, and nothing else', () => {
-    const outside = packedFiles.filter(
-      (path) => !/^dist\/(engine|dynamodb|postgres|http|sqs|natural|client)\/[a-z-]+\.(js|d\.ts)$/.test(path),
+  it('ships the compiled library with its declarations, its package.json, README and LICENSE, and nothing else', () => {
+    const folders = Object.values(manifest.exports).flatMap((target) =>
+      typeof target === 'object' && target !== null
+        ? [/^\.\/([a-z]+)\//.exec((target as { default: string }).default)?.[1] ?? '']
+        : [],
     );
-    expect(outside).toEqual(['LICENSE', 'README.md', 'dist/package.json', 'package.json']);
-    for (const entry of ['engine', 'dynamodb', 'postgres', 'http', 'sqs', 'natural', 'client']) {
-      expect(packedFiles).toEqual(expect.arrayContaining([`dist/${entry}/index.js`, `dist/${entry}/index.d.ts`]));
+    const library = new RegExp(`^(${[...new Set(folders)].join('|')})/[a-z-]+\\.(js|d\\.ts)$`);
+    expect(packedFiles.filter((path) => !library.test(path))).toEqual(['LICENSE', 'README.md', 'package.json']);
+    for (const folder of folders) {
+      expect(packedFiles).toEqual(expect.arrayContaining([`${folder}/index.js`, `${folder}/index.d.ts`]));
     }
   });
 
-  it('is publishable, with its entry points, and the AWS SDK and middy as peers', async () => {
+  it("is publishable: the repository's entry points, dependencies and peers, every peer optional", async () => {
+    expect(repositoryManifest.private).toBe(true);
     expect(manifest.private).toBeUndefined();
-    expect(Object.keys(manifest.exports)).toEqual([
-      '.',
-      './engine',
-      './dynamodb',
-      './postgres',
-      './http',
-      './sqs',
-      './natural',
-      './client',
-      './package.json',
-    ]);
-    expect(Object.keys(manifest.peerDependencies ?? {})).toEqual(
-      expect.arrayContaining(['@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb', '@middy/core', 'pg']),
+    expect(manifest.type).toBe('module');
+    expect(Object.keys(manifest.exports)).toEqual(Object.keys(repositoryManifest.exports));
+    expect(manifest.peerDependencies).toEqual(repositoryManifest.peerDependencies);
+    expect(manifest.dependencies).toEqual(repositoryManifest.dependencies);
+    const peers = Object.keys(manifest.peerDependencies ?? {});
+    expect(peers).toEqual(
+      expect.arrayContaining(['@aws-sdk/client-dynamodb', '@middy/core', 'aws-cdk-lib', 'pg', 'zod']),
     );
-    expect(Object.keys(manifest.dependencies ?? {})).not.toContain('pg');
+    expect(peers.filter((peer) => manifest.peerDependenciesMeta?.[peer]?.optional !== true)).toEqual([]);
     expect(Object.keys(manifest.dependencies ?? {})).not.toContain('@middy/core');
-    // The registry is not asked: --offline, and dist/ was just built by pack (no second prepack).
-    const { stdout, stderr } = await run('npm', ['publish', '--dry-run', '--offline', '--ignore-scripts'], {
+    expect(Object.keys(manifest.dependencies ?? {})).not.toContain('pg');
+    // The registry is not asked: --offline, and dist/ was just built.
+    const { stdout, stderr } = await run('npm', ['publish', './dist', '--dry-run', '--offline', '--ignore-scripts'], {
       cwd: root,
       maxBuffer: 16 * 1024 * 1024,
     });
     expect(`${stdout}${stderr}`).toContain('+ keystone-idempotency@');
   });
 
-  it('imports every entry point as an ES module, one instance per module, and refuses deep imports', async () => {
-    const { stdout } = await run(process.execPath, ['imports.mjs'], { cwd: project });
-    const { names, same, deep } = JSON.parse(stdout) as {
-      names: Record<string, string[]>;
-      same: boolean;
-      deep: string;
-    };
-    expect(names['keystone-idempotency']).toEqual(expect.arrayContaining(['makeIdempotent', 'runIdempotently']));
-    expect(names['keystone-idempotency/dynamodb']).toEqual(expect.arrayContaining(['DynamoDbStore', 'RECOVERY_INDEX']));
+  it('ships its own README, with every link absolute', async () => {
+    const readme = await readFile(join(unpacked, 'README.md'), 'utf8');
+    expect(readme.startsWith('# keystone-idempotency\n')).toBe(true);
+    expect(readme).not.toContain('## The two commands'); // not the repository's README
+    const links = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1] ?? '');
+    expect(links.length).toBeGreaterThan(2);
+    const base = /^git\+(https:\/\/github\.com\/[^/]+\/[^/.]+)\.git$/.exec(
+      repositoryManifest.repository?.url ?? '',
+    )?.[1];
+    expect(base).toBeDefined();
+    expect(links.filter((link) => !link.startsWith('https://') && !link.startsWith('#'))).toEqual([]);
+    expect(links).toContain(`${base}/blob/main/docs/migrating-from-powertools.md`);
+  });
+});
+
+describe('its peer dependencies, as the package README lists them', () => {
+  it('has a row for every entry point, and names every peer, and only peers', () => {
+    const subpaths = Object.keys(manifest.exports).filter((subpath) => subpath !== './package.json');
+    const named = (subpath: string) => (subpath === '.' ? manifest.name : `${manifest.name}/${subpath.slice(2)}`);
+    expect(table.flatMap((row) => row.entries).sort()).toEqual(subpaths.map(named).sort());
+    const peers = Object.keys(manifest.peerDependencies ?? {});
+    const listed = new Set(table.flatMap((row) => [...row.needs, ...row.onFirstUse]));
+    expect([...listed].filter((name) => !peers.includes(name))).toEqual([]);
+    // The peers no entry point loads: type declarations, named under the table.
+    expect(peers.filter((peer) => !listed.has(peer))).toEqual(['@types/aws-lambda', '@types/pg']);
+    const typesNote = docs.package.slice(
+      docs.package.indexOf('\nTypeScript: '),
+      docs.package.indexOf('\n## The table'),
+    );
+    expect(typesNote).toContain('`@types/aws-lambda`');
+    expect(typesNote).toContain('`@types/pg`');
+  });
+
+  it('imports every entry point, as an ES module and through require, with only the peers its row needs', async () => {
+    for (const [index, row] of table.entries()) {
+      const dir = await project(`entry-${index}`, row.needs);
+      for (const entry of row.entries) {
+        const { esm, cjs } = await load(dir, entry).catch((error: { stderr?: string }) => {
+          throw new Error(`${entry} with only ${JSON.stringify(row.needs)}: ${error.stderr ?? error}`);
+        });
+        expect({ entry, esm: esm.length > 0, cjs }).toEqual({ entry, esm: true, cjs: esm });
+      }
+    }
+  });
+
+  it('fails to import an entry point without the peers its row needs (so the check above can fail)', async () => {
+    const dir = await project('no-peers', []);
+    const error = await load(dir, 'keystone-idempotency/dynamodb').then(
+      () => undefined,
+      (failed: { stderr?: string }) => failed.stderr ?? '',
+    );
+    expect(error).toMatch(/Cannot find (package|module) '@aws-sdk\//);
+  });
+
+  it('exports what each entry point is for, one instance per module, and refuses deep imports', async () => {
+    const names: Record<string, string[]> = {};
+    for (const entry of table.flatMap((row) => row.entries)) names[entry] = (await load(consumer, entry)).esm;
+    expect(names['keystone-idempotency']).toEqual(
+      expect.arrayContaining(['makeIdempotent', 'ReplayCache', 'IDEMPOTENCY_DISABLED_ENV', 'runIdempotently']),
+    );
+    // Internals are not exported (the root's surface is what users call).
+    expect(
+      names['keystone-idempotency']?.filter((name) => /^(decide|leaseOf|claimOptions|randomIds)$/.test(name)),
+    ).toEqual([]);
+    expect(names['keystone-idempotency/dynamodb']).toEqual(
+      expect.arrayContaining(['DynamoDbStore', 'idempotencyTableRequests', 'idempotencyTableResource']),
+    );
+    expect(names['keystone-idempotency/cdk']).toEqual(['IdempotencyTable']);
     expect(names['keystone-idempotency/postgres']).toEqual(
       expect.arrayContaining(['PostgresStore', 'migrate', 'migrationSql', 'compareAndSet']),
     );
-    expect(names['keystone-idempotency/http']).toEqual(expect.arrayContaining(['httpIdempotency', 'answersEarly']));
-    expect(names['keystone-idempotency/sqs']).toContain('makeSqsIdempotentHandler');
+    expect(names['keystone-idempotency/http']).toEqual(expect.arrayContaining(['httpIdempotency', 'lambdaHandler']));
+    expect(names['keystone-idempotency/sqs']).toEqual(expect.arrayContaining(['makeSqsIdempotentHandler', 'fromBody']));
     expect(names['keystone-idempotency/natural']).toEqual(expect.arrayContaining(['putIfAbsent', 'upsert']));
     expect(names['keystone-idempotency/client']).toEqual(
-      expect.arrayContaining(['RetrySafeClient', 'IdempotencyProblemType', 'newIdempotencyKey']),
+      expect.arrayContaining(['RetrySafeClient', 'newIdempotencyKey']),
     );
     // The package's client is the generic one: the reference service's payments client is not in it.
     expect(names['keystone-idempotency/client']?.filter((name) => /payment/i.test(name))).toEqual([]);
-    expect(same).toBe(true);
-    expect(deep).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
-  });
 
-  it('loads through require too (CommonJS), as the same modules', async () => {
-    const { stdout } = await run(process.execPath, ['require.cjs'], { cwd: project });
-    const { names, same } = JSON.parse(stdout) as { names: Record<string, string[]>; same: boolean };
-    expect(names['keystone-idempotency/engine']).toContain('makeIdempotent');
-    expect(names['keystone-idempotency/client']).toContain('RetrySafeClient');
-    expect(same).toBe(true);
+    await writeFile(
+      join(consumer, 'instances.mjs'),
+      `const same = (await import('keystone-idempotency')) === (await import('keystone-idempotency/engine'));
+const cjs = (await import('node:module')).createRequire(import.meta.url)('keystone-idempotency/engine');
+let deep = 'allowed';
+try {
+  await import('keystone-idempotency/engine/run.js');
+} catch (error) {
+  deep = error.code;
+}
+console.log(JSON.stringify({ same, sameThroughRequire: cjs.LeaseLostError === (await import('keystone-idempotency')).LeaseLostError, deep }));
+`,
+    );
+    const { stdout } = await run(process.execPath, ['instances.mjs'], { cwd: consumer });
+    expect(JSON.parse(stdout)).toEqual({ same: true, sameThroughRequire: true, deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
   });
+});
 
-  it('typechecks a consumer and every TypeScript example in the README, under nodenext resolution', async () => {
-    expect(readmeBlocks.length).toBeGreaterThanOrEqual(5);
+describe('the documents’ examples, against the packed package', () => {
+  it('typecheck, with a consumer using every entry point, under nodenext resolution', () => {
+    expect(blocks.package.length).toBeGreaterThanOrEqual(7);
+    expect(blocks.guide.length).toBeGreaterThanOrEqual(4);
     expect(typechecked.nodenext).toBe('');
   });
 
-  it('typechecks them under bundler resolution (esbuild, CDK) too', async () => {
+  it('typecheck under bundler resolution (esbuild, CDK) too', () => {
     expect(typechecked.bundler).toBe('');
   });
 
-  it("runs the README's makeIdempotent example as compiled: one booking for a redelivered event", async () => {
-    // Compiled under nodenext (its outDir); run against DynamoDB Local.
-    const example = readmeBlocks.findIndex((block) => block.includes('makeIdempotent('));
-    expect(example).toBeGreaterThanOrEqual(0);
+  it("run the README's makeIdempotent example: one booking for a redelivered event", async () => {
     const orderId = `ord_${Date.now()}`;
-    const runner = `const booked = [];
+    const result = (await runInConsumer(`const booked = [];
 globalThis.carrier = {
   async book(order, { idempotencyKey }) {
     booked.push(idempotencyKey);
     return { id: 'shp_' + booked.length };
   },
 };
-const { handler } = await import('./out/readme-${example + 1}.js');
+const { handler } = await import('./out/${blockWith('package', 'makeIdempotent(')}.js');
 const event = { id: 'evt_1', 'detail-type': 'OrderPlaced', detail: { orderId: ${JSON.stringify(orderId)}, items: ['book'] } };
 const first = await handler(event, {});
 const again = await handler({ ...event, id: 'evt_2' }, {});
 console.log(JSON.stringify({ first, again, booked }));
-`;
-    await writeFile(join(project, 'run-example.mjs'), runner);
-    const { stdout } = await run(process.execPath, ['run-example.mjs'], {
-      cwd: project,
-      env: {
-        PATH: process.env.PATH,
-        IDEMPOTENCY_TABLE: db.idempotencyTable,
-        ORDERS_TABLE: db.paymentsTable,
-        // The SDK's own setting for a service's endpoint: the example's `new DynamoDBClient({})` runs as printed.
-        AWS_ENDPOINT_URL_DYNAMODB: process.env.DYNAMODB_ENDPOINT,
-        AWS_REGION: 'local',
-        AWS_ACCESS_KEY_ID: 'local',
-        AWS_SECRET_ACCESS_KEY: 'local',
-      },
-    });
-    const { first, again, booked } = JSON.parse(stdout) as { first: unknown; again: unknown; booked: string[] };
-    expect(first).toEqual({ shipmentId: 'shp_1' });
-    expect(again).toEqual(first);
-    expect(booked).toHaveLength(1);
-    expect(booked[0]).toMatch(/^idk_/);
+`)) as { first: unknown; again: unknown; booked: string[] };
+    expect(result.first).toEqual({ shipmentId: 'shp_1' });
+    expect(result.again).toEqual(result.first);
+    expect(result.booked).toHaveLength(1);
+    expect(result.booked[0]).toMatch(/^idk_/);
+    expect(await db.itemsUnder(`ORDER#${orderId}`)).toBe(1);
+  });
+
+  it("make the table from the README's SDK requests: the key, the recovery index and TTL", async () => {
+    const tableName = `readme-${Date.now()}`;
+    await runInConsumer(
+      `await import('./out/${blockWith('package', 'idempotencyTableRequests(')}.js');\nconsole.log('null');\n`,
+      { IDEMPOTENCY_TABLE: tableName },
+    );
+    const { Table } = await db.client.send(new DescribeTableCommand({ TableName: tableName }));
+    expect(Table?.KeySchema).toEqual([{ AttributeName: 'pk', KeyType: 'HASH' }]);
+    expect(Table?.GlobalSecondaryIndexes?.map((index) => index.IndexName)).toEqual(['recovery']);
+    const ttl = await db.client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+    expect(ttl.TimeToLiveDescription?.AttributeName).toBe('expiresAt');
+  });
+
+  it("call the README's middy handler from TypeScript with a plain Context: one charge, then its replay", async () => {
+    const result = (await runInConsumer(`const charged = [];
+globalThis.processor = {
+  async charge(order, { idempotencyKey }) {
+    charged.push(idempotencyKey);
+    return { id: 'ch_' + charged.length, amount: order.amount };
+  },
+};
+const { call } = await import('./out/call-middy-example.js');
+const event = (body) => ({
+  resource: '/orders', path: '/orders', httpMethod: 'POST', body, isBase64Encoded: false,
+  headers: { 'Content-Type': 'application/json', 'Idempotency-Key': 'order-${Date.now()}' },
+  multiValueHeaders: {}, queryStringParameters: null, multiValueQueryStringParameters: null,
+  pathParameters: null, stageVariables: null,
+  requestContext: { authorizer: { accountId: 'acct_readme' } },
+});
+const first = await call(event('{"amount":4200,"currency":"usd"}'));
+const again = await call(event('{"currency":"usd","amount":4200}'));
+const invalid = await call(event('{"amount":-1,"currency":"usd"}'));
+console.log(JSON.stringify({ first, again, invalid, charged }));
+`)) as Record<'first' | 'again' | 'invalid', { statusCode: number; body: string; headers?: Record<string, string> }> & {
+      charged: string[];
+    };
+    expect(result.first.statusCode).toBe(201);
+    expect(result.again).toMatchObject({ statusCode: 201, body: result.first.body });
+    expect(result.again.headers?.['Idempotent-Replayed']).toBe('true');
+    expect(result.charged).toHaveLength(1);
+    // validateJsonBody loaded zod (a zod/mini schema) on its first use, from the packed package.
+    expect(result.invalid.statusCode).toBe(400);
+    expect(JSON.parse(result.invalid.body).errors).toEqual([{ path: 'amount', message: expect.any(String) }]);
+  });
+
+  it("synthesize the README's CDK stack: the table as idempotencyTableResource() describes it, and the grant", async () => {
+    const result = (await runInConsumer(`const { App } = await import('aws-cdk-lib');
+const { Template } = await import('aws-cdk-lib/assertions');
+const { idempotencyTableResource } = await import('keystone-idempotency/dynamodb');
+const { OrdersStack } = await import('./out/${blockWith('package', 'class OrdersStack')}.js');
+const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+const template = Template.fromStack(new OrdersStack(app, 'Orders'));
+const tables = Object.values(template.findResources('AWS::DynamoDB::Table'));
+const actions = Object.values(template.findResources('AWS::IAM::Policy'))
+  .flatMap((policy) => policy.Properties.PolicyDocument.Statement)
+  .map((statement) => statement.Action);
+console.log(JSON.stringify({ tables, expected: idempotencyTableResource(), actions }));
+`)) as { tables: unknown[]; expected: unknown; actions: unknown[] };
+    expect(result.tables).toEqual([result.expected]);
+    expect(result.actions).toContainEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+  });
+
+  it("run the migration guide's makeIdempotent handler: the cache, the fingerprint and the response hook", async () => {
+    const orderId = `ord_guide_${Date.now()}`;
+    const result = (await runInConsumer(`const booked = [];
+globalThis.carrier = {
+  async book(order, { idempotencyKey }) {
+    booked.push(idempotencyKey);
+    return { id: 'shp_' + booked.length };
+  },
+};
+const { handler } = await import('./out/${blockWith('guide', 'ReplayCache(')}.js');
+const { place } = await import('./out/${blockWith('guide', 'instanceof KeyReusedError')}.js');
+const event = (items) => ({ 'detail-type': 'OrderPlaced', detail: { orderId: ${JSON.stringify(orderId)}, items } });
+const first = await handler(event(['book']));
+const again = await handler(event(['book']));
+const other = await place(handler, event(['lamp']));
+console.log(JSON.stringify({ first, again, other, booked }));
+`)) as { first: unknown; again: unknown; other: string; booked: string[] };
+    expect(result.first).toEqual({ shipmentId: 'shp_1', replayed: false });
+    expect(result.again).toEqual({ shipmentId: 'shp_1', replayed: true });
+    expect(result.other).toBe('the order id came back with other items');
+    expect(result.booked).toHaveLength(1);
     expect(await db.itemsUnder(`ORDER#${orderId}`)).toBe(1);
   });
 });

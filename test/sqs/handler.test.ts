@@ -4,7 +4,14 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
-import { byBodyField, makeSqsIdempotentHandler, recordIdentity, type SqsIdempotentHandlerOptions } from '../../lib/sqs';
+import { ConfigurationError } from '../../lib/engine/errors';
+import {
+  byBodyField,
+  fromBody,
+  makeSqsIdempotentHandler,
+  recordIdentity,
+  type SqsIdempotentHandlerOptions,
+} from '../../lib/sqs';
 import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
 import { lambdaContext, recordingLogger, redelivered, resent, sqsEvent, sqsRecord } from './sqs-events';
@@ -299,6 +306,46 @@ describe('makeSqsIdempotentHandler', () => {
       expect(await invoke(changed, order())).toEqual({ batchItemFailures: failures(changed) });
       expect(runs).toHaveLength(2);
       expect(logger.lines).toEqual([{ level: 'error', message: 'key reused with a different body' }]);
+    });
+
+    it('compares only the part of the body `fingerprint` selects', async () => {
+      const { invoke, runs } = consumer({ fingerprint: fromBody((order: Order & { sentAt?: string }) => order.qty) });
+      const message = order({ qty: 1 });
+      await invoke(message);
+      const rerendered = {
+        ...resent(message),
+        body: JSON.stringify({ orderId: orderIdOf(message), qty: 1, sentAt: new Date().toISOString() }),
+      };
+      expect(await invoke(rerendered)).toEqual({ batchItemFailures: [] });
+      expect(runs).toHaveLength(1);
+      const changed = { ...resent(message), body: JSON.stringify({ orderId: orderIdOf(message), qty: 2 }) };
+      expect(await invoke(changed)).toEqual({ batchItemFailures: failures(changed) });
+      expect(runs).toHaveLength(1);
+    });
+
+    it('takes the key from a subset of the body, whatever the order of its members', async () => {
+      const { invoke, runs } = consumer({ key: fromBody((order: Order) => ({ id: order.orderId, qty: order.qty })) });
+      const message = order({ qty: 3 });
+      await invoke(message);
+      const reordered = { ...resent(message), body: `{"qty":3,"orderId":"${orderIdOf(message)}"}` };
+      expect(await invoke(reordered)).toEqual({ batchItemFailures: [] });
+      expect(runs).toHaveLength(1);
+      // Another subset is another message.
+      await invoke({ ...resent(message), body: JSON.stringify({ orderId: orderIdOf(message), qty: 4 }) });
+      expect(runs).toHaveLength(2);
+    });
+
+    it('fails a record whose body the key cannot be selected from', async () => {
+      const { invoke, runs } = consumer({ key: fromBody((order: Order) => order.orderId) });
+      const garbled = { ...order(), body: '{"orderId":' };
+      expect(await invoke(garbled, order())).toEqual({ batchItemFailures: failures(garbled) });
+      expect(runs).toHaveLength(1);
+    });
+
+    it('refuses fingerprint together with fingerprintBody', () => {
+      expect(() => consumer({ fingerprintBody: true, fingerprint: fromBody((order: Order) => order.qty) })).toThrow(
+        ConfigurationError,
+      );
     });
 
     it('logs and acknowledges a mismatch when told to', async () => {

@@ -160,6 +160,7 @@ function leaseIn(op: Operation, pending: Readonly<Record<string, unknown>> | und
     downstreamKey: String(pending.downstreamKey),
     fingerprint: op.fingerprint,
     attempt: Number(pending.attempt),
+    createdAt: Number(pending.createdAt),
     takeover: false,
     recoverable: pending.recoverAt !== undefined,
   };
