@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { migrateService } from '../lib/payments/postgres';
 import { provisionRoles } from '../lib/payments/postgres-roles';
 import { answerCloudFormation, type CustomResourceOutcome } from '../lib/runtime/custom-resource';
-import { postgresAdminPool } from '../lib/runtime/postgres';
+import { postgresAdminPool } from '../lib/runtime/postgres-admin';
 import { SQL_PRIVILEGES, SQL_TABLES } from '../lib/tables/postgres-access';
 
 /**
