@@ -139,7 +139,7 @@ export async function measureColdStart(options: { runs: number }): Promise<ColdS
       const { metafile } = await build({
         ...ESBUILD_OPTIONS,
         mainFields: [...ESBUILD_OPTIONS.mainFields],
-        define: { ...lambdaBundling({ tracing: bundle.tracing }).define },
+        define: { ...lambdaBundling({ tracing: bundle.tracing, store: 'dynamodb' }).define },
         ...(bundle.classicZod ? { alias: { 'zod/mini': CLASSIC_ZOD } } : {}),
         entryPoints: [join(ROOT, bundle.entry)],
         outfile,

@@ -16,6 +16,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { MetricService, RecoveryBacklogMetric } from '../metrics/definitions';
 import type { ApiMetrics } from './api';
+import type { PaymentsDatabase } from './database';
 import type { AlarmSubscription, EnvironmentConfig } from './environments';
 import { type PublishedMetrics, serviceMetric } from './service-metrics';
 
@@ -27,7 +28,12 @@ export interface OperationalAlarmsProps {
   readonly api: ApiMetrics;
   /** Every function's own metrics: each outcome alarm in the environment's settings is raised for each emitter. */
   readonly published: readonly PublishedMetrics[];
+  /** On PostgreSQL: the cluster's and the proxy's metrics. */
+  readonly database?: DatabaseMetrics;
 }
+
+/** What the alarms and the dashboard read of the database. */
+export type DatabaseMetrics = Pick<PaymentsDatabase, 'metricProxy' | 'metricCluster'>;
 
 /**
  * The alarms someone must act on, all sent (with their recovery) to the environment's alarm topic:
@@ -37,7 +43,8 @@ export interface OperationalAlarmsProps {
  *   in the dead-letter queue is a payment that was charged and never settled);
  * - idempotency outcomes that mean trouble (leases lost, takeovers: `config.alarms.idempotency`), per function;
  * - payments whose client never came back waiting too long for the completer (it falls behind, or is not running);
- * - the API answering 5xx to more than a set share of requests.
+ * - the API answering 5xx to more than a set share of requests;
+ * - on PostgreSQL: the proxy's pool nearly full, the cluster's connections near `max_connections`, and deadlocks.
  *
  * Lists in, alarms out: a new function, or a new metric in a function's spec and an entry in the environment's
  * `alarms.idempotency`, is alarmed on without touching this construct.
@@ -48,7 +55,7 @@ export class OperationalAlarms extends Construct {
 
   constructor(scope: Construct, id: string, props: OperationalAlarmsProps) {
     super(scope, id);
-    const { config, functions, queue, deadLetterQueue, api, published } = props;
+    const { config, functions, queue, deadLetterQueue, api, published, database } = props;
     const period = Duration.minutes(config.alarms.periodMinutes);
     const prefix = Stack.of(this).stackName;
 
@@ -125,6 +132,8 @@ export class OperationalAlarms extends Construct {
       comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
     });
 
+    if (database) this.addDatabaseAlarms(prefix, config, database, period);
+
     this.topic = new Topic(this, 'Topic', { displayName: `${prefix} alarms`, enforceSSL: true });
     for (const subscription of config.alarms.subscriptions) this.topic.addSubscription(subscribe(subscription));
     // CloudWatch publishes as its service principal; the topic policy (which enforceSSL creates) must let it, and
@@ -146,6 +155,56 @@ export class OperationalAlarms extends Construct {
       alarm.addAlarmAction(action);
       alarm.addOkAction(action);
     }
+  }
+
+  private addDatabaseAlarms(prefix: string, config: EnvironmentConfig, database: DatabaseMetrics, period: Duration) {
+    const thresholds = config.alarms.database;
+    const pool = {
+      connections: database.metricProxy('DatabaseConnections', { period }),
+      allowed: database.metricProxy('MaxDatabaseConnectionsAllowed', { period }),
+    };
+    this.add('DatabaseProxyConnections', {
+      alarmName: `${prefix} database proxy connections`,
+      alarmDescription:
+        `RDS Proxy holds more than ${thresholds.proxyConnectionsPercent}% of the database connections it may open: ` +
+        `requests will soon wait for one, and fail after ${config.database.proxy.borrowTimeoutSeconds}s. Look for ` +
+        'pinned connections on the dashboard, and raise the cluster maximum capacity (it sets max_connections).',
+      metric: new MathExpression({
+        label: 'proxy connections (% of allowed)',
+        expression: 'IF(allowed > 0, 100 * connections / allowed, 0)',
+        usingMetrics: pool,
+        period,
+      }),
+      threshold: thresholds.proxyConnectionsPercent,
+    });
+    // The proxy may open maxConnectionsPercent of max_connections: what it reports allowed gives max_connections.
+    const share = config.database.proxy.maxConnectionsPercent / 100;
+    this.add('DatabaseClusterConnections', {
+      alarmName: `${prefix} database connections`,
+      alarmDescription:
+        `The cluster holds more than ${thresholds.clusterConnectionsPercent}% of its max_connections (estimated from ` +
+        "the proxy's allowance): new connections, the proxy's included, will be refused. Something connects around " +
+        'the proxy (only the migration function and operators should), or the capacity is too low.',
+      metric: new MathExpression({
+        label: 'cluster connections (% of max_connections)',
+        expression: `IF(allowed > 0, 100 * cluster * ${share} / allowed, 0)`,
+        usingMetrics: {
+          cluster: database.metricCluster('DatabaseConnections', { period, statistic: 'Maximum' }),
+          allowed: pool.allowed,
+        },
+        period,
+      }),
+      threshold: thresholds.clusterConnectionsPercent,
+    });
+    this.add('DatabaseDeadlocks', {
+      alarmName: `${prefix} database deadlocks`,
+      alarmDescription:
+        "Transactions deadlocked. The service's transactions lock a key's row first and their own rows after, so " +
+        'they should never deadlock: the store retried these (no payment was lost), but something else takes locks ' +
+        'in another order. The PostgreSQL log names the statements.',
+      metric: database.metricCluster('Deadlocks', { period, statistic: 'Maximum' }),
+      threshold: thresholds.deadlocks,
+    });
   }
 
   private add(

@@ -4,6 +4,7 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { MetricService, metricsNamespace, RecoveryBacklogMetric } from '../metrics/definitions';
+import type { DatabaseMetrics } from './alarms';
 import type { ApiMetrics } from './api';
 import type { EnvironmentConfig } from './environments';
 import { type PublishedMetrics, serviceMetric } from './service-metrics';
@@ -15,6 +16,8 @@ export interface OperationsDashboardProps {
   readonly published: readonly PublishedMetrics[];
   readonly queue: IQueue;
   readonly deadLetterQueue: IQueue;
+  /** On PostgreSQL: the cluster's and the proxy's metrics. */
+  readonly database?: DatabaseMetrics;
 }
 
 const WIDTH = 24;
@@ -24,15 +27,16 @@ const HEIGHT = 6;
  * One CloudWatch dashboard per environment (`<stack name>-operations`), top to bottom: the API's requests, errors and
  * latency; each function's idempotency outcomes (replays, in-flight duplicates, mismatches, takeovers, leases lost,
  * and whatever else its spec declares); latency p50 and p99 per function; the settlement queue's depth and age, the
- * dead-letter queue's depth, and how long payment recovery leaves the oldest due operation waiting. Built from
- * lists, like the alarms: new functions and metrics appear by themselves.
+ * dead-letter queue's depth, and how long payment recovery leaves the oldest due operation waiting; on PostgreSQL, the
+ * proxy's and the cluster's connections (pinned ones apart), the cluster's capacity, deadlocks and the proxy's
+ * latencies. Built from lists, like the alarms: new functions and metrics appear by themselves.
  */
 export class OperationsDashboard extends Construct {
   readonly dashboard: Dashboard;
 
   constructor(scope: Construct, id: string, props: OperationsDashboardProps) {
     super(scope, id);
-    const { config, api, functions, published, queue, deadLetterQueue } = props;
+    const { config, api, functions, published, queue, deadLetterQueue, database } = props;
     const period = Duration.minutes(1);
     const stackName = Stack.of(this).stackName;
     this.dashboard = new Dashboard(this, 'Dashboard', {
@@ -101,6 +105,27 @@ export class OperationsDashboard extends Construct {
         }),
       ]),
     );
+    if (database) {
+      const proxy = (name: string, label: string, statistic = 'Sum') =>
+        database.metricProxy(name, { period, statistic, label });
+      this.dashboard.addWidgets(
+        graph('Database connections', [
+          proxy('ClientConnections', 'clients on the proxy'),
+          proxy('DatabaseConnections', "proxy's to the cluster"),
+          proxy('MaxDatabaseConnectionsAllowed', "proxy's allowance"),
+          proxy('DatabaseConnectionsCurrentlySessionPinned', 'pinned'),
+          database.metricCluster('DatabaseConnections', { period, statistic: 'Maximum', label: 'on the cluster' }),
+        ]),
+        graph('Database capacity (ACU) and deadlocks', [
+          database.metricCluster('ServerlessDatabaseCapacity', { period, statistic: 'Maximum', label: 'ACUs' }),
+          database.metricCluster('Deadlocks', { period, statistic: 'Maximum', label: 'deadlocks/s' }),
+        ]),
+        graph('Proxy latency (µs)', [
+          proxy('DatabaseConnectionsBorrowLatency', 'connection borrow', 'Average'),
+          proxy('QueryResponseLatency', 'query response', 'Average'),
+        ]),
+      );
+    }
   }
 }
 

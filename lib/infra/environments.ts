@@ -25,6 +25,61 @@ export type FirewallAction = 'count' | 'block';
 export const API_KINDS = ['rest', 'http'] as const;
 export type ApiKind = (typeof API_KINDS)[number];
 
+/**
+ * Where the service keeps its data (the functions run unchanged on either; each is bundled for its store):
+ * - `dynamodb`, the default: the idempotency and payments tables, on demand, nothing to run or patch;
+ * - `postgres`: Aurora PostgreSQL Serverless v2 behind RDS Proxy, the keys and the service's tables in one database
+ *   (a payment row commits in the same SQL transaction as its key), the functions in a VPC (lib/infra/database.ts).
+ */
+export const STORE_KINDS = ['dynamodb', 'postgres'] as const;
+export type StoreKind = (typeof STORE_KINDS)[number];
+
+/**
+ * The Aurora PostgreSQL cluster, its proxy and its network, where the environment runs on `store: 'postgres'`. Ignored
+ * on DynamoDB.
+ */
+export interface DatabaseConfig {
+  /**
+   * Aurora Serverless v2 capacity per instance, in ACUs (about 2 GiB of memory each, with CPU to match), in half
+   * steps. The minimum is billed around the clock, idle or not; 0 (auto-pause) is not used: the proxy holds
+   * connections to the cluster, and the completer connects every minute anyway.
+   */
+  readonly minCapacityAcu: number;
+  readonly maxCapacityAcu: number;
+  /**
+   * Reader instances besides the writer, in other availability zones: a failover target that is already warm (about
+   * 30 s of writes refused instead of the minutes a new writer takes). Each one bills the same capacity as the writer.
+   */
+  readonly readers: number;
+  /** Automated backups (point-in-time restore) kept for this many days (1 to 35). */
+  readonly backupRetentionDays: number;
+  /**
+   * NAT gateways for the functions' egress (the processor, the mailer and the AWS APIs are on the internet): one in
+   * dev and staging, one per availability zone in prod, so losing a zone loses no other zone's egress.
+   */
+  readonly natGateways: number;
+  readonly proxy: {
+    /**
+     * How long the proxy keeps a client connection that sends nothing. Lambda keeps an idle execution environment
+     * frozen for minutes to hours and may end it without closing its sockets: the proxy holds such a connection (and,
+     * while it is pinned, a database connection) until this runs out. `timing.ts` checks it exceeds every database
+     * function's timeout, so no invocation loses its connection mid-way.
+     */
+    readonly idleClientTimeoutSeconds: number;
+    /**
+     * How long a request waits for a database connection when the pool is at its limit, before the proxy fails it.
+     * `timing.ts` checks it is shorter than every database function's timeout: the function then answers (a 5xx the
+     * client retries with the same key) instead of being killed while it waits.
+     */
+    readonly borrowTimeoutSeconds: number;
+    /**
+     * The share of the cluster's `max_connections` the proxy may open. The rest is kept for the migration function
+     * and an operator's session, which connect to the cluster directly.
+     */
+    readonly maxConnectionsPercent: number;
+  };
+}
+
 /** An idempotency or recovery outcome metric to alarm on, by its name in `lib/metrics/definitions.ts`. */
 export interface OutcomeAlarm {
   readonly metric: IdempotencyMetricName | RecoveryMetricName;
@@ -65,6 +120,9 @@ export interface EnvironmentConfig {
   readonly tracing: boolean;
   /** The API in front of the functions ({@link ApiKind}); `-c api=http` overrides it for one synth or deploy. */
   readonly api: ApiKind;
+  /** Where the data lives ({@link StoreKind}); `-c store=postgres` overrides it for one synth or deploy. */
+  readonly store: StoreKind;
+  readonly database: DatabaseConfig;
   readonly idempotency: {
     /** How long a claim (IN_PROGRESS record) is owned before a retry may take it over. */
     readonly leaseSeconds: number;
@@ -169,6 +227,26 @@ export interface EnvironmentConfig {
      * in every environment; its ARN is a stack output, for subscriptions managed elsewhere (a pager's integration).
      */
     readonly subscriptions: readonly AlarmSubscription[];
+    /** On `store: 'postgres'` only. */
+    readonly database: {
+      /**
+       * The proxy's database connections as a percentage of the most it may open: past it, requests start waiting
+       * for a connection (and fail after the borrow timeout). Raise the cluster's maximum capacity (more
+       * `max_connections`), or look for pinned connections on the dashboard.
+       */
+      readonly proxyConnectionsPercent: number;
+      /**
+       * The cluster's connections as a percentage of its `max_connections` (estimated from what the proxy may open and
+       * its `maxConnectionsPercent`): near 100, new connections are refused, the proxy's included.
+       */
+      readonly clusterConnectionsPercent: number;
+      /**
+       * Deadlocks per second (the cluster's `Deadlocks`, its maximum over one period) at or above which the alarm
+       * fires; 0.01 is any deadlock at all (one in a minute reads about 0.017). The service's transactions lock one key row and then their own rows, always in that order, so they
+       * should never deadlock; the store retries one that does, so a deadlock costs latency, not a payment.
+       */
+      readonly deadlocks: number;
+    };
   };
   /**
    * Downstream services. The example.com values are placeholders: set the real URLs before the first deploy (the
@@ -194,7 +272,21 @@ const shared = {
   },
   apiGatewayLoggingRole: 'account-stack',
   api: 'rest',
+  store: 'dynamodb',
 } as const satisfies Partial<EnvironmentConfig>;
+
+/** The proxy's settings, the same everywhere (see DatabaseConfig.proxy). */
+const proxy = {
+  // 10 minutes: a dead environment's connection (and a pinned database connection) is released 3 times sooner than
+  // the proxy's default 30 minutes; a warm environment idle for that long reconnects once (TLS and an IAM token).
+  idleClientTimeoutSeconds: 600,
+  // Under the authorizer's 5 s, the shortest timeout of a function that connects.
+  borrowTimeoutSeconds: 3,
+  maxConnectionsPercent: 90,
+} as const;
+
+/** The database alarms' thresholds, the same everywhere. */
+const databaseAlarms = { proxyConnectionsPercent: 80, clusterConnectionsPercent: 90, deadlocks: 0.01 } as const;
 
 /** The idempotency and recovery outcomes that page, with the thresholds that differ per environment. */
 function outcomeAlarms(takeovers: number, completedWithoutClient = 3): OutcomeAlarm[] {
@@ -256,6 +348,14 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     // No cache: a key revoked in dev stops working at once.
     authorizer: { cacheSeconds: 0 },
     concurrency: { settlementMaxConcurrency: 2, reserved: {} },
+    database: {
+      minCapacityAcu: 0.5,
+      maxCapacityAcu: 2,
+      readers: 0,
+      backupRetentionDays: 1,
+      natGateways: 1,
+      proxy,
+    },
     alarms: {
       functionErrors: 5,
       functionThrottles: 5,
@@ -265,6 +365,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
       idempotency: outcomeAlarms(5),
       periodMinutes: 5,
       subscriptions: [],
+      database: databaseAlarms,
     },
     processorUrl: 'https://processor.dev.example.com',
     mailerUrl: 'https://mailer.dev.example.com',
@@ -287,6 +388,14 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     },
     authorizer: { cacheSeconds: 60 },
     concurrency: { settlementMaxConcurrency: 2, reserved: {} },
+    database: {
+      minCapacityAcu: 0.5,
+      maxCapacityAcu: 4,
+      readers: 0,
+      backupRetentionDays: 7,
+      natGateways: 1,
+      proxy,
+    },
     alarms: {
       functionErrors: 3,
       functionThrottles: 1,
@@ -297,6 +406,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
       periodMinutes: 5,
       // Set before the first deploy: who hears about staging's alarms.
       subscriptions: [],
+      database: databaseAlarms,
     },
     processorUrl: 'https://processor.staging.example.com',
     mailerUrl: 'https://mailer.staging.example.com',
@@ -326,6 +436,17 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
       // second each), and no more: a slow processor then throttles it instead of starving everything else.
       reserved: { Authorizer: 50, PaymentsCreate: 400 },
     },
+    database: {
+      // One ACU (2 GiB) at rest keeps the buffer cache warm between bursts; 16 (32 GiB) is room for the stage's
+      // 400-request burst, each a few short transactions.
+      minCapacityAcu: 1,
+      maxCapacityAcu: 16,
+      // A warm reader in another zone to fail over to.
+      readers: 1,
+      backupRetentionDays: 35,
+      natGateways: 2,
+      proxy,
+    },
     alarms: {
       functionErrors: 1,
       functionThrottles: 1,
@@ -337,6 +458,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
       // Set before the first deploy: the on-call address or the pager's HTTPS endpoint (an e-mail subscription waits
       // for its confirmation). Left empty rather than a placeholder: example.com would confirm nothing and page no one.
       subscriptions: [],
+      database: databaseAlarms,
     },
     processorUrl: 'https://processor.example.com',
     mailerUrl: 'https://mailer.example.com',
@@ -378,4 +500,21 @@ export function withApiKind(configs: readonly EnvironmentConfig[], requested: un
     return configs.map((config) => ({ ...config, api: requested as ApiKind }));
   }
   throw new Error(`Unknown API ${JSON.stringify(requested)} in context 'api': expected one of ${API_KINDS.join(', ')}`);
+}
+
+/**
+ * The environments with the store the CDK context value `store` asks for (`cdk synth -c env=dev -c store=postgres`), or
+ * as configured when it is absent.
+ *
+ * @example
+ * const configs = withStore(selectEnvironments(app.node.tryGetContext('env')), app.node.tryGetContext('store'));
+ */
+export function withStore(configs: readonly EnvironmentConfig[], requested: unknown): EnvironmentConfig[] {
+  if (requested === undefined || requested === null || requested === '') return [...configs];
+  if (typeof requested === 'string' && (STORE_KINDS as readonly string[]).includes(requested)) {
+    return configs.map((config) => ({ ...config, store: requested as StoreKind }));
+  }
+  throw new Error(
+    `Unknown store ${JSON.stringify(requested)} in context 'store': expected one of ${STORE_KINDS.join(', ')}`,
+  );
 }

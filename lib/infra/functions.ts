@@ -7,6 +7,7 @@ import {
 } from '../metrics/definitions';
 import { jsonObjectModel, type RequestModel } from '../openapi/request-models';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../tables/definitions';
+import type { SqlAccess } from '../tables/postgres-access';
 
 /**
  * The DynamoDB actions a function can be granted on one of the service's own tables. Scan, Query, BatchWriteItem
@@ -36,6 +37,13 @@ export type TableAccess =
  */
 export type EngineAccess = 'operations' | 'recovery';
 
+/**
+ * What the engine does to its keys table on PostgreSQL: read a record, claim a key (`INSERT ... ON CONFLICT DO UPDATE`,
+ * which needs UPDATE as well), commit, release or take over (fenced `UPDATE`s). Never DELETE: only the completer's
+ * purge of expired records deletes.
+ */
+export const KEYS_PRIVILEGES = ['SELECT', 'INSERT', 'UPDATE'] as const;
+
 /** Route authorization: the API's TOKEN authorizer, or none, with the reason a reviewer (and cdk-nag) needs. */
 export type RouteAuthorization = { readonly kind: 'token' } | { readonly kind: 'none'; readonly reason: string };
 
@@ -64,6 +72,12 @@ export type RouteTrigger = Extract<FunctionTrigger, { readonly kind: 'route' }>;
 
 /** Environment variable names shared with the runtime code (which reads them; infra may not import it). */
 export const FunctionEnv = {
+  store: 'STORE',
+  databaseHost: 'DATABASE_HOST',
+  databasePort: 'DATABASE_PORT',
+  databaseName: 'DATABASE_NAME',
+  databaseUser: 'DATABASE_USER',
+  databaseSchema: 'DATABASE_SCHEMA',
   settlementQueueUrl: 'SETTLEMENT_QUEUE_URL',
   settlementDeadLetterUrl: 'SETTLEMENT_DLQ_URL',
   webhookSecretArn: 'PROCESSOR_WEBHOOK_SECRET_ARN',
@@ -89,8 +103,13 @@ export interface FunctionSpec {
   readonly description: string;
   readonly memoryMb: number;
   readonly trigger: FunctionTrigger;
-  /** Per table, the only actions allowed, on the table itself, and the only indexes it may Query. */
+  /** On DynamoDB: per table, the only actions allowed, on the table itself, and the only indexes it may Query. */
   readonly tables: readonly TableAccess[];
+  /**
+   * On PostgreSQL: per table, the only privileges the function's own database role has (lib/tables/postgres-access.ts).
+   * The same data as `tables`, in SQL's terms: the payments table's API keys are a table of their own there.
+   */
+  readonly sql: readonly SqlAccess[];
   /** Sends to the settlement queue (SendMessage, and its URL in the environment). */
   readonly sendsSettlements?: boolean;
   /**
@@ -142,6 +161,11 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       // Write-only: the payment is written inside the commit transaction that the claim fences.
       { table: paymentsTable, actions: ['PutItem', 'UpdateItem', 'ConditionCheckItem'] },
     ],
+    sql: [
+      { table: 'idempotency_keys', privileges: KEYS_PRIVILEGES },
+      // Write-only here too: the payment row is inserted inside the commit transaction.
+      { table: 'payments', privileges: ['INSERT'] },
+    ],
     calls: ['processor'],
     metrics: httpIdempotencyMetrics(MetricService.payments),
   },
@@ -152,6 +176,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
     memoryMb: 256,
     trigger: { kind: 'route', method: 'GET', path: '/payments/{id}', authorization: { kind: 'token' } },
     tables: [{ table: paymentsTable, actions: ['GetItem'] }],
+    sql: [{ table: 'payments', privileges: ['SELECT'] }],
   },
   {
     id: 'Authorizer',
@@ -160,6 +185,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
     memoryMb: 256,
     trigger: { kind: 'authorizer' },
     tables: [{ table: paymentsTable, actions: ['GetItem'] }],
+    sql: [{ table: 'api_keys', privileges: ['SELECT'] }],
   },
   {
     id: 'WebhookReceiver',
@@ -181,6 +207,7 @@ export const serviceFunctions: readonly FunctionSpec[] = [
         'authenticated by signature and throttled by the stage.',
     },
     tables: [{ table: idempotencyTable, engine: 'operations' }],
+    sql: [{ table: 'idempotency_keys', privileges: KEYS_PRIVILEGES }],
     sendsSettlements: true,
     readsWebhookSecret: true,
     metrics: httpIdempotencyMetrics(MetricService.webhooks),
@@ -195,6 +222,10 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       { table: idempotencyTable, engine: 'operations' },
       // PutItem: a payment whose client never came back is recorded from its charge (in the operation's commit).
       { table: paymentsTable, actions: ['GetItem', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
+    ],
+    sql: [
+      { table: 'idempotency_keys', privileges: KEYS_PRIVILEGES },
+      { table: 'payments', privileges: ['SELECT', 'INSERT', 'UPDATE'] },
     ],
     calls: ['mailer'],
     movesSettlements: true,
@@ -211,6 +242,12 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       // recovery index only, never by scanning.
       { table: idempotencyTable, engine: 'recovery' },
       { table: paymentsTable, actions: ['GetItem', 'PutItem', 'ConditionCheckItem'] },
+    ],
+    sql: [
+      // No INSERT: recovery takes over existing records only. DELETE for the batch purge of expired records, which
+      // DynamoDB's TTL does by itself: this is the only function that may delete anything.
+      { table: 'idempotency_keys', privileges: ['SELECT', 'UPDATE', 'DELETE'] },
+      { table: 'payments', privileges: ['SELECT', 'INSERT'] },
     ],
     calls: ['processor'],
     metrics: { service: MetricService.recovery, names: Object.values(RecoveryMetric) },

@@ -15,6 +15,9 @@ const SQS_MAX_CONCURRENCY = { min: 2, max: 1000 } as const;
  *   WAF's 403 would then cut it off below the throttle the stage promises.
  * - A queue consumer's reserved concurrency must not be below the event source's maximum concurrency: Lambda would
  *   throttle the poller's invocations and send messages back to the queue, each receive counting towards the DLQ.
+ * - On PostgreSQL the functions are in a VPC whose security groups let them out on HTTPS (443) only: the processor and
+ *   the mailer must be HTTPS URLs on the default port, or every call would time out.
+ * - The database's capacity range must be one Aurora Serverless v2 accepts.
  */
 export function limitViolations(config: EnvironmentConfig, specs: readonly FunctionSpec[]): string[] {
   const violations: string[] = [];
@@ -56,6 +59,37 @@ export function limitViolations(config: EnvironmentConfig, specs: readonly Funct
           `(${settlementMaxConcurrency}): Lambda would throttle the poller and messages would head for the DLQ`,
       );
     }
+  }
+  if (config.store === 'postgres') violations.push(...databaseViolations(config));
+  return violations;
+}
+
+function databaseViolations(config: EnvironmentConfig): string[] {
+  const violations: string[] = [];
+  for (const [name, url] of Object.entries({ processorUrl: config.processorUrl, mailerUrl: config.mailerUrl })) {
+    const parsed = URL.canParse(url) ? new URL(url) : undefined;
+    if (parsed?.protocol !== 'https:' || parsed.port !== '') {
+      violations.push(
+        `${name} (${url}) must be an https URL on port 443: on PostgreSQL the functions may leave their VPC on ` +
+          'HTTPS only',
+      );
+    }
+  }
+  const { minCapacityAcu, maxCapacityAcu, maxConnectionsPercent } = {
+    ...config.database,
+    maxConnectionsPercent: config.database.proxy.maxConnectionsPercent,
+  };
+  const halfSteps = (acu: number) => Number.isInteger(acu * 2);
+  if (!halfSteps(minCapacityAcu) || !halfSteps(maxCapacityAcu) || minCapacityAcu < 0.5 || maxCapacityAcu > 256) {
+    violations.push(
+      `database capacity must be in half ACUs from 0.5 to 256, got ${minCapacityAcu} to ${maxCapacityAcu}`,
+    );
+  }
+  if (maxCapacityAcu <= minCapacityAcu) {
+    violations.push(`database maxCapacityAcu (${maxCapacityAcu}) must exceed minCapacityAcu (${minCapacityAcu})`);
+  }
+  if (!Number.isInteger(maxConnectionsPercent) || maxConnectionsPercent < 1 || maxConnectionsPercent > 100) {
+    violations.push(`proxy maxConnectionsPercent must be an integer from 1 to 100, got ${maxConnectionsPercent}`);
   }
   return violations;
 }

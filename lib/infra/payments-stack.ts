@@ -6,19 +6,22 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { metricsNamespace } from '../metrics/definitions';
+import { DATABASE_NAME, DATABASE_SCHEMA, type DatabaseRole, databaseUserName } from '../tables/postgres-access';
 import { OperationalAlarms } from './alarms';
 import { PaymentsApi } from './api';
 import { OperationsDashboard } from './dashboard';
+import { PaymentsDatabase, POSTGRES_PORT } from './database';
 import type { EnvironmentConfig } from './environments';
 import { ApiFirewall } from './firewall';
 import { FunctionEnv, type FunctionSpec, serviceFunctions } from './functions';
 import { PaymentsHttpApi } from './http-api';
 import { assertLimits } from './limits';
+import { ServiceNetwork } from './network';
 import { ServiceFunction } from './service-function';
 import { publishedMetrics } from './service-metrics';
 import { SettlementQueue } from './settlement-queue';
 import { DataTables } from './tables';
-import { assertTiming } from './timing';
+import { assertTiming, functionTimeoutSeconds } from './timing';
 
 export interface PaymentsStackProps extends StackProps {
   readonly config: EnvironmentConfig;
@@ -26,12 +29,20 @@ export interface PaymentsStackProps extends StackProps {
   readonly functions?: readonly FunctionSpec[];
 }
 
+/** Each function's own database role: its database user, with the privileges its spec declares. */
+export function databaseRoles(specs: readonly FunctionSpec[]): DatabaseRole[] {
+  return specs.map((spec) => ({ name: databaseUserName(spec.id), grants: spec.sql }));
+}
+
 /**
- * The payments service in one environment: tables, functions, API, settlement queue, webhook secret and alarms.
- * Synthesis fails, before anything is built, when the environment's timeouts break exactly-once processing.
+ * The payments service in one environment: its data (DynamoDB tables, or on `store: 'postgres'` an Aurora cluster
+ * behind RDS Proxy in a VPC), functions, API, settlement queue, webhook secret and alarms. Synthesis fails, before
+ * anything is built, when the environment's timeouts break exactly-once processing.
  */
 export class PaymentsStack extends Stack {
-  readonly tables: DataTables;
+  /** On PostgreSQL: the VPC, the cluster and the proxy (no DynamoDB table is created). */
+  readonly database?: PaymentsDatabase;
+  readonly network?: ServiceNetwork;
   readonly settlement: SettlementQueue;
   readonly webhookSecret: Secret;
   readonly functions: ReadonlyMap<string, ServiceFunction>;
@@ -39,6 +50,14 @@ export class PaymentsStack extends Stack {
   readonly api: PaymentsApi | PaymentsHttpApi;
   readonly alarms: OperationalAlarms;
   readonly dashboard: OperationsDashboard;
+  private readonly dynamoDbTables?: DataTables;
+
+  /** The DynamoDB tables; a stack on PostgreSQL has none. */
+  get tables(): DataTables {
+    if (!this.dynamoDbTables)
+      throw new Error(`${this.stackName} keeps its data in PostgreSQL: it has no DynamoDB table`);
+    return this.dynamoDbTables;
+  }
 
   constructor(scope: Construct, id: string, props: PaymentsStackProps) {
     const { config, functions: specs = serviceFunctions, ...stackProps } = props;
@@ -53,7 +72,16 @@ export class PaymentsStack extends Stack {
     });
     for (const [key, value] of Object.entries(config.tags)) Tags.of(this).add(key, value);
 
-    this.tables = new DataTables(this, 'Tables', config);
+    if (config.store === 'postgres') {
+      this.network = new ServiceNetwork(this, 'Network', config);
+      this.database = new PaymentsDatabase(this, 'Database', {
+        config,
+        vpc: this.network.vpc,
+        roles: databaseRoles(specs),
+      });
+    } else {
+      this.dynamoDbTables = new DataTables(this, 'Tables', config);
+    }
     this.settlement = new SettlementQueue(this, 'Settlement', config);
     this.webhookSecret = new Secret(this, 'ProcessorWebhookSecret', {
       description:
@@ -72,9 +100,13 @@ export class PaymentsStack extends Stack {
     for (const spec of specs) {
       const service = new ServiceFunction(this, spec.id, {
         spec,
+        timeoutSeconds: functionTimeoutSeconds(spec, config),
         config,
         environment: this.environmentFor(spec, config),
+        network: this.database?.networkFor(spec.id),
       });
+      // Nothing runs against a schema that isn't there yet (the completer's schedule starts with the stack).
+      if (this.database) service.node.addDependency(this.database.migrationResource);
       this.grant(spec, service);
       functions.set(spec.id, service);
     }
@@ -135,6 +167,7 @@ export class PaymentsStack extends Stack {
       queue: this.settlement.queue,
       deadLetterQueue: this.settlement.deadLetterQueue,
       api: this.api.api,
+      database: this.database,
     };
     this.alarms = new OperationalAlarms(this, 'Alarms', monitored);
     this.dashboard = new OperationsDashboard(this, 'Operations', monitored);
@@ -165,7 +198,18 @@ export class PaymentsStack extends Stack {
       [FunctionEnv.leaseSeconds]: String(config.idempotency.leaseSeconds),
       [FunctionEnv.ttlSeconds]: String(config.idempotency.ttlSeconds),
     };
-    for (const { table } of spec.tables) environment[table.envVar] = this.tables.get(table).tableName;
+    if (this.database) {
+      Object.assign(environment, {
+        [FunctionEnv.store]: 'postgres',
+        [FunctionEnv.databaseHost]: this.database.proxy.endpoint,
+        [FunctionEnv.databasePort]: String(POSTGRES_PORT),
+        [FunctionEnv.databaseName]: DATABASE_NAME,
+        [FunctionEnv.databaseUser]: databaseUserName(spec.id),
+        [FunctionEnv.databaseSchema]: DATABASE_SCHEMA,
+      });
+    } else {
+      for (const { table } of spec.tables) environment[table.envVar] = this.tables.get(table).tableName;
+    }
     if (spec.sendsSettlements || spec.movesSettlements) {
       environment[FunctionEnv.settlementQueueUrl] = this.settlement.queue.queueUrl;
     }
@@ -183,7 +227,10 @@ export class PaymentsStack extends Stack {
 
   /** Exactly the spec's permissions, each action named, on its one resource. */
   private grant(spec: FunctionSpec, service: ServiceFunction): void {
-    for (const access of spec.tables) {
+    // On PostgreSQL, one permission covers the data: connecting through the proxy as the function's own user, whose
+    // privileges in the database are the spec's `sql` (the migration function grants them).
+    if (this.database) this.database.grantConnect(service.role, databaseUserName(spec.id));
+    for (const access of this.database ? [] : spec.tables) {
       if ('engine' in access) {
         // The engine's table grants what the engine does, as the library's construct defines it.
         const { idempotency } = this.tables;

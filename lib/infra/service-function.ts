@@ -1,14 +1,14 @@
 import * as path from 'node:path';
 import { Duration, Validations } from 'aws-cdk-lib';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { type BundlingOptions, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import type { EnvironmentConfig } from './environments';
+import type { EnvironmentConfig, StoreKind } from './environments';
 import type { FunctionSpec } from './functions';
 import { localEsbuildVersion } from './local-esbuild';
-import { functionTimeoutSeconds } from './timing';
 
 /** Every function's runtime; esbuild's target follows from it (node22). */
 export const LAMBDA_RUNTIME = Runtime.NODEJS_22_X;
@@ -56,21 +56,46 @@ function tracingDefine(enabled: boolean): Record<string, string> {
  * runs on, so a DynamoDB function carries no PostgreSQL driver (about 100 KB minified) and a PostgreSQL one no
  * DynamoDB client.
  */
-export function storeDefine(store: 'dynamodb' | 'postgres'): Record<string, string> {
+export function storeDefine(store: StoreKind): Record<string, string> {
   return { 'process.env.STORE': JSON.stringify(store) };
 }
 
-/** The bundling options for an environment: LAMBDA_BUNDLING, with tracing compiled in or out. */
-export function lambdaBundling(config: Pick<EnvironmentConfig, 'tracing'>): BundlingOptions {
-  return { ...LAMBDA_BUNDLING, define: { ...tracingDefine(config.tracing), ...storeDefine('dynamodb') } };
+/** The bundling options for an environment: LAMBDA_BUNDLING, with tracing compiled in or out, for its store. */
+export function lambdaBundling(config: Pick<EnvironmentConfig, 'tracing' | 'store'>): BundlingOptions {
+  return { ...LAMBDA_BUNDLING, define: { ...tracingDefine(config.tracing), ...storeDefine(config.store) } };
+}
+
+/** Where a function in a VPC runs: its subnets, and its own security group (what it may reach). */
+export interface FunctionNetwork {
+  readonly vpc: IVpc;
+  readonly subnets: SubnetSelection;
+  readonly securityGroup: ISecurityGroup;
 }
 
 export interface ServiceFunctionProps {
-  readonly spec: FunctionSpec;
+  /** What to bundle and how to describe it: a service function's spec, or a maintenance function's equivalent. */
+  readonly spec: Pick<FunctionSpec, 'id' | 'entry' | 'description' | 'memoryMb'>;
+  readonly timeoutSeconds: number;
   readonly config: EnvironmentConfig;
   /** The function's environment, except NODE_OPTIONS and POWERTOOLS_TRACE_ENABLED which every function gets. */
   readonly environment: Readonly<Record<string, string>>;
+  /** In a VPC (the environment's database is in one), or not. */
+  readonly network?: FunctionNetwork;
 }
+
+/**
+ * What Lambda does with a VPC function's execution role: create, describe and delete the function's network
+ * interfaces in its subnets. AWS's AWSLambdaVPCAccessExecutionRole, written inline: no managed policy is attached
+ * (cdk-nag IAM4), and nothing else comes with it.
+ */
+const VPC_NETWORK_INTERFACE_ACTIONS = [
+  'ec2:CreateNetworkInterface',
+  'ec2:DescribeNetworkInterfaces',
+  'ec2:DescribeSubnets',
+  'ec2:DeleteNetworkInterface',
+  'ec2:AssignPrivateIpAddresses',
+  'ec2:UnassignPrivateIpAddresses',
+];
 
 /**
  * A Lambda function from a `FunctionSpec`, with its own log group and its own role.
@@ -84,7 +109,11 @@ export class ServiceFunction extends Construct {
   readonly role: Role;
   readonly logGroup: LogGroup;
 
-  constructor(scope: Construct, id: string, { spec, config, environment }: ServiceFunctionProps) {
+  constructor(
+    scope: Construct,
+    id: string,
+    { spec, timeoutSeconds, config, environment, network }: ServiceFunctionProps,
+  ) {
     super(scope, id);
     // Before NodejsFunction, which would otherwise fall back to bundling in Docker.
     localEsbuildVersion(PROJECT_ROOT);
@@ -97,6 +126,9 @@ export class ServiceFunction extends Construct {
       description: `${spec.id} function (${config.name})`,
     });
     this.logGroup.grantWrite(this.role);
+    if (network) {
+      this.role.addToPrincipalPolicy(new PolicyStatement({ actions: VPC_NETWORK_INTERFACE_ACTIONS, resources: ['*'] }));
+    }
 
     this.function = new NodejsFunction(this, 'Function', {
       entry: path.join(PROJECT_ROOT, spec.entry),
@@ -107,13 +139,14 @@ export class ServiceFunction extends Construct {
       runtime: LAMBDA_RUNTIME,
       architecture: Architecture.ARM_64,
       memorySize: spec.memoryMb,
-      timeout: Duration.seconds(functionTimeoutSeconds(spec, config)),
+      timeout: Duration.seconds(timeoutSeconds),
       role: this.role,
       logGroup: this.logGroup,
       tracing: config.tracing ? Tracing.ACTIVE : Tracing.DISABLED,
       reservedConcurrentExecutions: config.concurrency.reserved[spec.id],
       environment: { ...LAMBDA_NODE_OPTIONS, [TRACE_ENABLED_ENV]: String(config.tracing), ...environment },
       bundling: lambdaBundling(config),
+      ...(network ? { vpc: network.vpc, vpcSubnets: network.subnets, securityGroups: [network.securityGroup] } : {}),
     });
 
     Validations.of(this.function).acknowledge({
@@ -122,12 +155,26 @@ export class ServiceFunction extends Construct {
         'nodejs22.x is the runtime this code is built (esbuild target node22) and tested for; moving to a newer ' +
         'runtime is a deliberate upgrade with its own test run, not something a CDK release should do for us.',
     });
-    if (config.tracing) {
+    // One acknowledgement per role, naming every action that needs "*" and why.
+    const everywhere = [
+      ...(config.tracing
+        ? [
+            'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level ' +
+              'permissions, so they can only be granted on "*".',
+          ]
+        : []),
+      ...(network
+        ? [
+            "In a VPC: Lambda creates, describes and deletes the function's network interfaces with its role; the " +
+              "interfaces do not exist before Lambda creates them and EC2's Describe actions take no resource, so " +
+              'these are granted on "*" (AWS\'s own AWSLambdaVPCAccessExecutionRole, inline).',
+          ]
+        : []),
+    ];
+    if (everywhere.length > 0) {
       Validations.of(this.role).acknowledge({
         id: 'AwsSolutions-IAM5[Resource::*]',
-        reason:
-          'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level ' +
-          'permissions, so they can only be granted on "*". The tests pin that no other action gets "*".',
+        reason: `${everywhere.join(' ')} The tests pin that no other action gets "*".`,
       });
     }
   }

@@ -70,6 +70,9 @@ export function timingsOf(config: EnvironmentConfig, specs: readonly FunctionSpe
  *   receives × visibility timeout, and the age alarm exists to fire before that.
  * - recovery backlog alarm > 2 × the completer's cycle: an operation that became due just after a run ended, left by
  *   the next run when its time ran out, has waited up to two cycles; the next run takes it, and that must not page.
+ * - on PostgreSQL, RDS Proxy's connection borrow timeout < every function's timeout (a request starved of a connection
+ *   fails while its function can still answer, instead of the function being killed mid-wait), and the proxy's idle
+ *   client timeout > every function's timeout (no invocation has its connection closed under it for idling).
  */
 export function timingViolations(config: EnvironmentConfig, specs: readonly FunctionSpec[]): string[] {
   const { leaseSeconds, ttlSeconds, recoveryPeriodMinutes } = config.idempotency;
@@ -98,7 +101,33 @@ export function timingViolations(config: EnvironmentConfig, specs: readonly Func
       );
     }
   }
+  if (config.store === 'postgres') violations.push(...proxyTimingViolations(config, specs));
   return [...violations, ...violationsOf(timings)];
+}
+
+function proxyTimingViolations(config: EnvironmentConfig, specs: readonly FunctionSpec[]): string[] {
+  const { borrowTimeoutSeconds, idleClientTimeoutSeconds } = config.database.proxy;
+  const violations: string[] = [];
+  for (const [name, value] of Object.entries({ borrowTimeoutSeconds, idleClientTimeoutSeconds })) {
+    if (!Number.isInteger(value) || value <= 0)
+      violations.push(`proxy ${name} must be a positive integer, got ${value}`);
+  }
+  for (const spec of specs) {
+    const timeout = functionTimeoutSeconds(spec, config);
+    if (borrowTimeoutSeconds >= timeout) {
+      violations.push(
+        `the proxy's connection borrow timeout (${borrowTimeoutSeconds}s) must be shorter than ${spec.id}'s timeout ` +
+          `(${timeout}s): a request waiting for a connection must fail while the function can still answer`,
+      );
+    }
+    if (idleClientTimeoutSeconds <= timeout) {
+      violations.push(
+        `the proxy's idle client timeout (${idleClientTimeoutSeconds}s) must be longer than ${spec.id}'s timeout ` +
+          `(${timeout}s): the proxy must not close a connection during an invocation`,
+      );
+    }
+  }
+  return violations;
 }
 
 /** Throws, at synth time, when an environment's timings would break exactly-once processing. */

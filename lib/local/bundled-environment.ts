@@ -15,6 +15,10 @@ import { type DeployedFunction, referencedLogicalId, type TemplateValue } from '
  *   untested is the GetSecretValue call.
  * - `connects`: the endpoint variable that points the function's SDK client at the local service, given only to a
  *   function that references such a resource (in AWS the SDK finds the regional endpoint itself).
+ * - `asUser`: the local value is a connection URL, given to the function with the user its template names in this
+ *   variable. Deployed, a function signs in to RDS Proxy as its own database user with an IAM token; locally it signs
+ *   in to PostgreSQL as that same user (created with the same privileges) with a password, through `DATABASE_URL`,
+ *   which the function reads first (lib/runtime/postgres.ts). The one path this leaves untested is the token.
  */
 export const LOCAL_STAND_INS = {
   IDEMPOTENCY_TABLE: { references: 'AWS::DynamoDB::Table', connects: 'DYNAMODB_ENDPOINT' },
@@ -24,6 +28,7 @@ export const LOCAL_STAND_INS = {
   PROCESSOR_WEBHOOK_SECRET_ARN: { references: 'AWS::SecretsManager::Secret', becomes: 'PROCESSOR_WEBHOOK_SECRET' },
   PROCESSOR_URL: { placeholder: true },
   MAILER_URL: { placeholder: true },
+  DATABASE_HOST: { references: 'AWS::RDS::DBProxy', becomes: 'DATABASE_URL', asUser: 'DATABASE_USER' },
 } as const satisfies Record<string, StandIn>;
 
 interface StandIn {
@@ -31,6 +36,7 @@ interface StandIn {
   readonly placeholder?: true;
   readonly becomes?: string;
   readonly connects?: string;
+  readonly asUser?: string;
 }
 
 /** The local values, by the variable the function receives (`PROCESSOR_WEBHOOK_SECRET`, `DYNAMODB_ENDPOINT`...). */
@@ -77,7 +83,7 @@ export function bundledEnvironment(
     if (standIn) {
       checkStandIn(fn, name, value, standIn, resourceType);
       const target = standIn.becomes ?? name;
-      variables[target] = localValue(target);
+      variables[target] = standIn.asUser ? asUser(localValue(target), fn, standIn.asUser) : localValue(target);
       if (standIn.connects) variables[standIn.connects] = localValue(standIn.connects);
       substituted.push(name);
       continue;
@@ -129,4 +135,13 @@ function literalValue(value: TemplateValue): string | undefined {
   return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
     ? String(value)
     : undefined;
+}
+
+/** A connection URL with the user the function's template names (a literal) in `variable`. */
+function asUser(url: string, fn: DeployedFunction, variable: string): string {
+  const user = literalValue(fn.environment[variable] ?? '');
+  if (!user) throw new Error(`${fn.id} has no literal ${variable} to connect as`);
+  const withUser = new URL(url);
+  withUser.username = user;
+  return withUser.toString();
 }

@@ -13,6 +13,8 @@ export interface BundledServiceOptions {
   readonly local: LocalValues;
   /** The run's settings; where they differ from a function's template (a shorter lease for a test), they win. */
   readonly settings: StackSettings;
+  /** Template values to replace for this run besides the timing settings (the PostgreSQL schema of a test's own). */
+  readonly overrides?: Readonly<Record<string, string>>;
   readonly output?: BundledFunctionOptions['output'];
 }
 
@@ -37,6 +39,7 @@ export async function startBundledService(options: BundledServiceOptions): Promi
     IDEMPOTENCY_LEASE_SECONDS: String(settings.leaseSeconds),
     IDEMPOTENCY_TTL_SECONDS: String(settings.ttlSeconds),
     PROCESSOR_TIMEOUT_MS: String(settings.processorTimeoutMs),
+    ...options.overrides,
   };
   // Every environment first: a template this stack can't run locally is refused before any process starts.
   const plans = serviceFunctions.map((spec) => {

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { AssetManifestArtifact, CloudAssembly, type CloudFormationStackArtifact } from 'aws-cdk-lib/cx-api';
+import type { DatabaseRole, SqlAccess } from '../tables/postgres-access';
 
 /**
  * A value in a template: a literal, or an intrinsic function (`{ "Ref": "..." }`, `{ "Fn::GetAtt": [...] }`) whose
@@ -39,6 +40,16 @@ interface CfnResource {
   readonly Properties?: Record<string, unknown>;
   readonly Metadata?: Record<string, unknown>;
 }
+
+/** What the stack's database migration (a custom resource run at deploy) applies: the schema and each role. */
+export interface DeployedMigration {
+  readonly schema: string;
+  /** As the template has them: provisionRoles refuses a table or privilege it does not know. */
+  readonly roles: readonly DatabaseRole[];
+}
+
+/** The custom resource type of the database migration (lib/infra/database.ts). */
+const MIGRATION_RESOURCE_TYPE = 'Custom::DatabaseMigration';
 
 /** CloudFormation's and Lambda's defaults for properties a template leaves out. */
 const DEFAULTS = { timeoutSeconds: 3, memoryMb: 128, visibilityTimeoutSeconds: 30, batchSize: 10 } as const;
@@ -162,6 +173,40 @@ export class DeployedStack {
     if (!rate) throw new Error(`${fn.id}'s schedule ${expression} is not a rate(...) the local stack can run`);
     const unitSeconds = { minute: 60, hour: 3600, day: 86_400 }[rate[2]!.replace(/s$/, '') as 'minute'];
     return Number(rate[1]) * unitSeconds;
+  }
+
+  /**
+   * Where the functions keep their data: the STORE their templates set (`postgres`), or DynamoDB, the default, where
+   * none sets one. (Functions that touch no data, the migration's and CDK's own, set none.)
+   */
+  store(): 'dynamodb' | 'postgres' {
+    const stores = new Set(
+      [...this.functions.values()].flatMap((fn) => (fn.environment.STORE === undefined ? [] : [fn.environment.STORE])),
+    );
+    const [store = 'dynamodb', ...others] = stores;
+    if (others.length > 0)
+      throw new Error(`${this.stackName}'s functions disagree on STORE: ${[...stores].join(', ')}`);
+    if (store !== 'dynamodb' && store !== 'postgres')
+      throw new Error(`${this.stackName} has an unknown STORE ${store}`);
+    return store;
+  }
+
+  /** The database migration's schema and roles, as the template hands them to the migration function. */
+  databaseMigration(): DeployedMigration | undefined {
+    const [migration, ...others] = this.resourcesOfType(MIGRATION_RESOURCE_TYPE);
+    if (!migration) return undefined;
+    if (others.length > 0) throw new Error(`${this.stackName} has more than one ${MIGRATION_RESOURCE_TYPE}`);
+    const properties = migration.Properties as {
+      Schema: string;
+      Roles: { Name: string; Grants: { Table: string; Privileges: string[] }[] }[];
+    };
+    return {
+      schema: properties.Schema,
+      roles: properties.Roles.map((role) => ({
+        name: role.Name,
+        grants: role.Grants.map((grant) => ({ table: grant.Table, privileges: grant.Privileges }) as SqlAccess),
+      })),
+    };
   }
 
   private resourcesOfType(type: string): CfnResource[] {

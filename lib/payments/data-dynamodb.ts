@@ -2,7 +2,7 @@ import { DynamoDbStore, type EffectItem } from 'keystone-idempotency/dynamodb';
 import { documentClient } from '../runtime/clients';
 import { requireEnv } from '../runtime/env';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
-import { ApiKeys } from './api-keys';
+import { ApiKeys } from './api-keys-dynamodb';
 import type { ServiceData } from './config';
 import { lifetimes } from './lifetimes';
 import { PaymentsStore } from './store';

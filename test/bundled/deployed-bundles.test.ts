@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import type { OpenAPIObject } from 'openapi3-ts/oas31';
+import { Pool } from 'pg';
 import { environments } from '../../lib/infra/environments';
 import { serviceFunctions } from '../../lib/infra/functions';
 import { LAMBDA_BUNDLING } from '../../lib/infra/service-function';
@@ -17,6 +18,7 @@ import { e2eStack, uniqueNames } from '../support/e2e-stack';
 import { eventually } from '../support/eventually';
 import { runStackProcessToExit } from '../support/local-stack-process';
 import { OpenApiContract } from '../support/openapi-contract';
+import { postgresUrl } from '../support/postgres';
 import { descendantEnvironments } from '../support/process-environment';
 
 /**
@@ -380,7 +382,7 @@ describe('a broken bundle stops the bundled run at start, naming the function an
     const copy = copyOfAssembly();
     const file = join(copy.bundleOf('PaymentsGet'), 'index.mjs');
     const source = readFileSync(file, 'utf8');
-    const renamed = source.replace(/export\{(\w+) as handler\}/, 'export{$1 as getPayment}');
+    const renamed = source.replace(/export\{([\w$]+) as handler\}/, 'export{$1 as getPayment}');
     expect(renamed).not.toBe(source);
     writeFileSync(file, renamed);
 
@@ -421,5 +423,125 @@ describe('a broken bundle stops the bundled run at start, naming the function an
     expect(output).toMatch(
       /- PaymentsGet from asset\.[0-9a-f]{64} \(index\.handler\): ConfigurationError: environment variable PAYMENTS_TABLE is required/,
     );
+  });
+});
+
+describe('the service on PostgreSQL, from the bundles of `cdk synth -c env=dev -c store=postgres`', () => {
+  const schema = `bundled_${randomUUID().replaceAll('-', '').slice(0, 8)}`;
+  let postgresAssembly: SynthesizedAssembly;
+  let admin: Pool;
+  // Before the stack's own beforeAll (hooks run in the order they are declared): it reads the assembly.
+  beforeAll(async () => {
+    postgresAssembly = await synthesize('dev', { context: { store: 'postgres' } });
+    admin = new Pool({ connectionString: postgresUrl(), max: 1 });
+  }, 300_000);
+  afterAll(async () => {
+    postgresAssembly?.dispose();
+    if (!admin) return;
+    // The functions' roles belong to the server the whole run shares: this file's go with it.
+    const { rows } = await admin.query<{ rolname: string }>(
+      "SELECT rolname FROM pg_roles WHERE rolname LIKE 'keystone\\_%'",
+    );
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    for (const { rolname } of rows) {
+      await admin.query(`DROP OWNED BY "${rolname}"`);
+      await admin.query(`DROP ROLE "${rolname}"`);
+    }
+    await admin.end();
+  });
+  const bundled = e2eStack({
+    name: 'bundled-postgres',
+    apiKeys: { [API_KEY]: ACCOUNT },
+    webhooks: true,
+    settings: () => ({
+      LOCAL_CDK_OUT: postgresAssembly.directory,
+      DATABASE_URL: postgresUrl(),
+      // This file's own schema, in place of the template's `keystone`.
+      DATABASE_SCHEMA: schema,
+      // The completer every second: its recovery query and its purge run many times during the test.
+      COMPLETER_INTERVAL_SECONDS: '1',
+    }),
+  });
+
+  function bundleSources(id: string): string[] {
+    const { codeDirectory } = DeployedStack.load(postgresAssembly.directory).function(id);
+    const map = JSON.parse(readFileSync(join(codeDirectory, 'index.mjs.map'), 'utf8')) as { sources: string[] };
+    return map.sources;
+  }
+
+  it('synthesizes without a warning', () => {
+    expect(postgresAssembly.output).not.toMatch(/warn/i);
+    expect(DeployedStack.load(postgresAssembly.directory).store()).toBe('postgres');
+  });
+
+  it('bundles pg and the RDS signer into each function, and no DynamoDB client', () => {
+    for (const { id } of serviceFunctions) {
+      const sources = bundleSources(id);
+      expect({ id, pg: sources.some((source) => source.includes('node_modules/pg/')) }).toEqual({ id, pg: true });
+      expect({ id, signer: sources.some((source) => source.includes('@aws-sdk/rds-signer')) }).toEqual({
+        id,
+        signer: true,
+      });
+      expect(sources.filter((source) => /client-dynamodb|lib-dynamodb|lib\/dynamodb\//.test(source))).toEqual([]);
+    }
+  });
+
+  it('connects each function as its own database user, in place of the proxy and its IAM token', () => {
+    const processes = descendantEnvironments(bundled.process.pid).filter(({ env }) => env.AWS_LAMBDA_FUNCTION_NAME);
+    for (const spec of serviceFunctions) {
+      const own = processes.filter(({ env }) => env.AWS_LAMBDA_FUNCTION_NAME === localName(spec));
+      expect(own.length).toBeGreaterThan(0);
+      for (const { env } of own) {
+        expect(new URL(env.DATABASE_URL!).username).toBe(env.DATABASE_USER);
+        expect(env.DATABASE_USER).toMatch(/^keystone_[a-z_]+$/);
+        expect(env.DATABASE_SCHEMA).toBe(schema);
+        expect(env.STORE).toBe('postgres');
+        expect(env.DATABASE_HOST).toBeUndefined();
+        expect(env.IDEMPOTENCY_TABLE).toBeUndefined();
+      }
+    }
+    expect(bundled.process.output()).toContain(`overridden: `);
+    expect(bundled.process.output()).toContain(`DATABASE_SCHEMA: keystone -> ${schema}`);
+  });
+
+  it('takes a payment, replays it with one charge, reads it back and settles it, all in PostgreSQL', async () => {
+    const key = randomUUID();
+    const first = await pay(bundled.url, key);
+    expect(first.status).toBe(201);
+    const payment = (await first.json()) as Payment;
+    const replay = await pay(bundled.url, key);
+    expect(replay.status).toBe(201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(((await replay.json()) as Payment).id).toBe(payment.id);
+    expect(bundled.sandbox.charges().filter((charge) => charge.metadata.payment_id === payment.id)).toHaveLength(1);
+
+    const settled = await eventually(
+      async () => (await (await getPayment(bundled.url, payment.id)).json()) as Payment,
+      (p) => p.status === 'settled',
+    );
+    expect(settled.charge_id).toBe(payment.charge_id);
+    const { rows } = await admin.query<{ status: string }>(
+      `SELECT status FROM "${schema}".payments WHERE account_id = $1 AND id = $2`,
+      [ACCOUNT, payment.id],
+    );
+    expect(rows).toEqual([{ status: 'settled' }]);
+    const receipts = () =>
+      bundled.sandbox.emails().filter((email) => (email.metadata as Record<string, string>)?.payment_id === payment.id);
+    await eventually(receipts, (emails) => emails.length === 1);
+  });
+
+  it('turns away an unknown API key, with nothing charged', async () => {
+    const charges = bundled.sandbox.charges().length;
+    expect((await pay(bundled.url, randomUUID(), 'sk_test_nobody')).status).toBe(401);
+    expect(bundled.sandbox.charges()).toHaveLength(charges);
+  });
+
+  it('runs every function within its privileges: no statement was refused', async () => {
+    // The completer has run every second since the start, its recovery query and its purge included.
+    await eventually(
+      async () => (await admin.query(`SELECT 1 FROM "${schema}".idempotency_keys`)).rowCount ?? 0,
+      (rows) => rows > 0,
+    );
+    expect(bundled.process.output()).not.toMatch(/permission denied/i);
   });
 });

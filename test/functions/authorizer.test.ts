@@ -1,5 +1,6 @@
 import type { APIGatewayRequestAuthorizerEventV2, APIGatewayTokenAuthorizerEvent } from 'aws-lambda';
-import { ApiKeys, generateApiKey } from '../../lib/payments/api-keys';
+import { generateApiKey } from '../../lib/payments/api-keys';
+import { ApiKeys } from '../../lib/payments/api-keys-dynamodb';
 import { lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 

@@ -1,5 +1,11 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
-import { ENVIRONMENT_NAMES, environments, selectEnvironments, withApiKind } from '../../lib/infra/environments';
+import {
+  ENVIRONMENT_NAMES,
+  environments,
+  selectEnvironments,
+  withApiKind,
+  withStore,
+} from '../../lib/infra/environments';
 
 describe('selectEnvironments', () => {
   it('selects every environment when the context has no env', () => {
@@ -65,5 +71,36 @@ describe('the API in front', () => {
     expect(() => withApiKind([environments.dev], 'graphql')).toThrow(
       `Unknown API "graphql" in context 'api': expected one of rest, http`,
     );
+  });
+});
+
+describe('withStore', () => {
+  it('keeps every environment on DynamoDB unless -c store= says otherwise', () => {
+    for (const name of ENVIRONMENT_NAMES) expect(environments[name].store).toBe('dynamodb');
+    const all = ENVIRONMENT_NAMES.map((name) => environments[name]);
+    expect(withStore(all, 'postgres').map((config) => config.store)).toEqual(['postgres', 'postgres', 'postgres']);
+    expect(withStore(all, 'postgres')[0]).toEqual({ ...environments.dev, store: 'postgres' });
+    for (const absent of [undefined, null, '']) expect(withStore(all, absent)).toEqual(all);
+  });
+
+  it('refuses an unknown store, listing the known ones', () => {
+    expect(() => withStore([environments.dev], 'mysql')).toThrow(
+      `Unknown store "mysql" in context 'store': expected one of dynamodb, postgres`,
+    );
+  });
+});
+
+describe('database settings', () => {
+  it('retain the data where the tables are retained, with capacity and a standby as each environment needs', () => {
+    for (const name of ENVIRONMENT_NAMES) {
+      const { database } = environments[name];
+      expect(database.minCapacityAcu).toBeGreaterThanOrEqual(0.5);
+      expect(database.maxCapacityAcu).toBeGreaterThan(database.minCapacityAcu);
+      expect(database.backupRetentionDays).toBeGreaterThanOrEqual(1);
+      expect(database.backupRetentionDays).toBeLessThanOrEqual(35);
+    }
+    // Only prod pays for a warm reader to fail over to, and a NAT gateway per zone.
+    expect(ENVIRONMENT_NAMES.map((name) => environments[name].database.readers)).toEqual([0, 0, 1]);
+    expect(ENVIRONMENT_NAMES.map((name) => environments[name].database.natGateways)).toEqual([1, 1, 2]);
   });
 });

@@ -16,6 +16,39 @@ describe('limitViolations', () => {
     expect(limitViolations(environments[name], serviceFunctions)).toEqual([]);
   });
 
+  it.each(ENVIRONMENT_NAMES)('finds none in %s on PostgreSQL', (name) => {
+    expect(limitViolations({ ...environments[name], store: 'postgres' }, serviceFunctions)).toEqual([]);
+  });
+
+  it('rejects, on PostgreSQL, a downstream the VPC would not let the functions reach', () => {
+    const config: EnvironmentConfig = {
+      ...environments.prod,
+      store: 'postgres',
+      processorUrl: 'http://processor.example.com',
+      mailerUrl: 'https://mailer.example.com:8443',
+    };
+    expect(limitViolations(config, serviceFunctions)).toEqual([
+      'processorUrl (http://processor.example.com) must be an https URL on port 443: on PostgreSQL the functions ' +
+        'may leave their VPC on HTTPS only',
+      'mailerUrl (https://mailer.example.com:8443) must be an https URL on port 443: on PostgreSQL the functions ' +
+        'may leave their VPC on HTTPS only',
+    ]);
+    // On DynamoDB the functions are not in a VPC: any URL is theirs to call.
+    expect(limitViolations({ ...config, store: 'dynamodb' }, serviceFunctions)).toEqual([]);
+  });
+
+  it('rejects, on PostgreSQL, a capacity range Aurora Serverless v2 would refuse', () => {
+    const config: EnvironmentConfig = {
+      ...environments.prod,
+      store: 'postgres',
+      database: { ...environments.prod.database, minCapacityAcu: 4, maxCapacityAcu: 2.25 },
+    };
+    expect(limitViolations(config, serviceFunctions)).toEqual([
+      'database capacity must be in half ACUs from 0.5 to 256, got 4 to 2.25',
+      'database maxCapacityAcu (2.25) must exceed minCapacityAcu (4)',
+    ]);
+  });
+
   it("rejects a per-IP WAF limit below the stage's own rate (the 5,000 per 5 minutes that cut merchants off)", () => {
     const firewall = { ...environments.prod.firewall, perIp: { limitPer5Minutes: 5_000, action: 'block' as const } };
     expect(limitViolations(prodWith({ firewall }), serviceFunctions)).toEqual([

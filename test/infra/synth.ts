@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { App, type CfnElement, type IResolvable, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { type ApiKind, environments, withApiKind } from '../../lib/infra/environments';
+import { type ApiKind, environments, type StoreKind, withApiKind, withStore } from '../../lib/infra/environments';
 import { PaymentsStack } from '../../lib/infra/payments-stack';
 
 /**
@@ -34,16 +34,25 @@ export interface SynthesizedApp {
  *
  * `bundle: false` skips esbuild (CDK's `aws:cdk:bundling-stacks` context) for tests that only read the template's
  * shape. CDK's built-in CloudFormation schema validation is off here: it costs about 15 s and `npm run synth` runs it.
- * `api` puts that API in front, as `-c api=...` does; by default each environment's own (a REST API).
+ * `api` puts that API in front, as `-c api=...` does, and `store` keeps the data there, as `-c store=...` does; by
+ * default each environment's own (a REST API, DynamoDB).
  */
-export function synthesize({ bundle, api }: { bundle: boolean; api?: ApiKind }): SynthesizedApp {
+export function synthesize({
+  bundle,
+  api,
+  store,
+}: {
+  bundle: boolean;
+  api?: ApiKind;
+  store?: StoreKind;
+}): SynthesizedApp {
   const outdir = mkdtempSync(path.join(tmpdir(), 'keystone-cdk-'));
   const app = new App({
     outdir,
     builtinCloudFormationValidation: false,
     context: { ...CDK_JSON_CONTEXT, ...(bundle ? {} : { 'aws:cdk:bundling-stacks': [] }) },
   });
-  const [dev, prod] = withApiKind([environments.dev, environments.prod], api);
+  const [dev, prod] = withStore(withApiKind([environments.dev, environments.prod], api), store);
   const stacks = {
     dev: new PaymentsStack(app, environments.dev.stackName, { config: dev! }),
     prod: new PaymentsStack(app, environments.prod.stackName, { config: prod! }),

@@ -31,6 +31,42 @@ describe('timingViolations', () => {
     expect(timingViolations(environments[name], serviceFunctions)).toEqual([]);
   });
 
+  it.each(ENVIRONMENT_NAMES)('finds none in %s on PostgreSQL', (name) => {
+    expect(timingViolations({ ...environments[name], store: 'postgres' }, serviceFunctions)).toEqual([]);
+  });
+
+  describe('on PostgreSQL', () => {
+    function prodOnPostgres(proxy: Partial<EnvironmentConfig['database']['proxy']>): EnvironmentConfig {
+      const prod = environments.prod;
+      return {
+        ...prod,
+        store: 'postgres',
+        database: { ...prod.database, proxy: { ...prod.database.proxy, ...proxy } },
+      };
+    }
+
+    it("rejects a connection borrow timeout that outlasts a function's timeout", () => {
+      const violations = timingViolations(prodOnPostgres({ borrowTimeoutSeconds: 5 }), serviceFunctions);
+      expect(violations).toEqual([
+        "the proxy's connection borrow timeout (5s) must be shorter than Authorizer's timeout (5s): a request " +
+          'waiting for a connection must fail while the function can still answer',
+      ]);
+    });
+
+    it('rejects an idle client timeout that an invocation can outlast', () => {
+      const violations = timingViolations(prodOnPostgres({ idleClientTimeoutSeconds: 60 }), serviceFunctions);
+      expect(violations).toEqual([
+        "the proxy's idle client timeout (60s) must be longer than PaymentsCompleter's timeout (60s): the proxy " +
+          'must not close a connection during an invocation',
+      ]);
+    });
+
+    it('leaves the proxy alone on DynamoDB, where there is none', () => {
+      const onDynamoDb = { ...prodOnPostgres({ borrowTimeoutSeconds: 5 }), store: 'dynamodb' as const };
+      expect(timingViolations(onDynamoDb, serviceFunctions)).toEqual([]);
+    });
+  });
+
   it('rejects a lease that a function can outlive', () => {
     const violations = timingViolations(prodWith({ timeouts: { queueConsumerSeconds: 90 } }), serviceFunctions);
     expect(violations).toContain(

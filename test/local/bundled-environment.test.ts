@@ -9,6 +9,7 @@ const RESOURCE_TYPES: Record<string, string> = {
   SettlementDeadLetters0E58B12A: 'AWS::SQS::Queue',
   ProcessorWebhookSecret10E4D665: 'AWS::SecretsManager::Secret',
   AlarmTopic: 'AWS::SNS::Topic',
+  DatabaseProxyE01FC4E6: 'AWS::RDS::DBProxy',
 };
 const resourceType = (logicalId: string) => RESOURCE_TYPES[logicalId];
 
@@ -128,5 +129,32 @@ describe('bundledEnvironment', () => {
     expect(() => bundledEnvironment(webhookReceiver, resourceType, withoutSqs)).toThrow(
       "WebhookReceiver's SQS_ENDPOINT: the local stack has no value for it",
     );
+  });
+
+  it('connects a PostgreSQL function as its own database user with the local password, where AWS has the proxy', () => {
+    const onPostgres = deployed('PaymentsGet', {
+      ...FIXED,
+      STORE: 'postgres',
+      DATABASE_HOST: { 'Fn::GetAtt': ['DatabaseProxyE01FC4E6', 'Endpoint'] },
+      DATABASE_PORT: '5432',
+      DATABASE_NAME: 'keystone',
+      DATABASE_USER: 'keystone_payments_get',
+      DATABASE_SCHEMA: 'keystone',
+    });
+    const local = { ...LOCAL, DATABASE_URL: 'postgres://postgres:s3cret@127.0.0.1:5433/postgres' };
+    const { variables, substituted } = bundledEnvironment(onPostgres, resourceType, local, {
+      DATABASE_SCHEMA: 'test_schema',
+    });
+    expect(variables.DATABASE_URL).toBe('postgres://keystone_payments_get:s3cret@127.0.0.1:5433/postgres');
+    expect(variables).not.toHaveProperty('DATABASE_HOST');
+    expect(variables).toMatchObject({
+      STORE: 'postgres',
+      DATABASE_USER: 'keystone_payments_get',
+      DATABASE_SCHEMA: 'test_schema',
+    });
+    expect(substituted).toEqual(['DATABASE_HOST']);
+    // The proxy's endpoint is the one stand-in: a host that is not the proxy is refused.
+    const elsewhere = deployed('PaymentsGet', { ...FIXED, DATABASE_HOST: { Ref: 'AlarmTopic' }, DATABASE_USER: 'u' });
+    expect(() => bundledEnvironment(elsewhere, resourceType, local)).toThrow(/should refer to an AWS::RDS::DBProxy/);
   });
 });

@@ -9,15 +9,20 @@ export interface SynthesizedAssembly {
   /** The cloud assembly directory (`cdk.out` as `cdk synth -o` writes it): templates, asset manifests, bundles. */
   readonly directory: string;
   readonly durationMs: number;
+  /** What the CLI printed (stdout and stderr): a warning would be in it. */
+  readonly output: string;
   dispose(): void;
 }
 
 /**
  * Runs the CDK CLI's `cdk synth -c env=<environment>` exactly as `npm run synth` does (offline, deprecated APIs
  * fatal), into a new temporary directory: the app, cdk-nag and the esbuild bundling of every function. The result is
- * the cloud assembly `cdk deploy` would upload, bundles included.
+ * the cloud assembly `cdk deploy` would upload, bundles included. `context` adds `-c name=value` pairs (`store`).
  */
-export async function synthesize(environment: string, timeoutMs = 240_000): Promise<SynthesizedAssembly> {
+export async function synthesize(
+  environment: string,
+  { timeoutMs = 240_000, context = {} }: { timeoutMs?: number; context?: Readonly<Record<string, string>> } = {},
+): Promise<SynthesizedAssembly> {
   const directory = mkdtempSync(join(tmpdir(), `keystone-cdk-out-${environment}-`));
   const startedAt = Date.now();
   const child = spawn(
@@ -27,6 +32,7 @@ export async function synthesize(environment: string, timeoutMs = 240_000): Prom
       'synth',
       '-c',
       `env=${environment}`,
+      ...Object.entries(context).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
       '--quiet',
       '--no-notices',
       '--output',
@@ -68,5 +74,5 @@ export async function synthesize(environment: string, timeoutMs = 240_000): Prom
     const reason = outcome === 'timeout' ? `did not finish within ${timeoutMs} ms` : `exited with ${outcome}`;
     throw new Error(`cdk synth -c env=${environment} ${reason}:\n${output}`);
   }
-  return { directory, durationMs: Date.now() - startedAt, dispose };
+  return { directory, durationMs: Date.now() - startedAt, output, dispose };
 }
