@@ -3,6 +3,7 @@
  * is listed in the README ("Local settings"); the main ones:
  *
  *   PORT                       API port (default 3000; 0 picks a free one)
+ *   HTTP_API_PORT              the same routes behind an emulated HTTP API, payload 2.0 (default: a free port)
  *   PROCESSOR_PORT             the sandbox processor's port (default: a free one)
  *   DYNAMODB_ENDPOINT          use this DynamoDB (Local) instead of starting one
  *   STORE                      postgres: run on PostgreSQL (embedded, or DATABASE_URL) instead of DynamoDB
@@ -21,6 +22,7 @@ async function main(): Promise<void> {
   console.log(
     banner({
       apiUrl: stack.apiUrl,
+      httpApiUrl: stack.httpApiUrl,
       processorUrl: stack.processorUrl,
       store: stack.store,
       databaseUrl: stack.databaseUrl,

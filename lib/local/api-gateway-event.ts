@@ -1,21 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { header } from 'keystone-idempotency/http';
+import { decodePath, decodeUtf8, formatRequestTime, type GatewayRequest, traceId } from './gateway-request';
 
-/** The parts of an HTTP request that API Gateway turns into a proxy event. */
-export interface GatewayRequest {
-  readonly method: string;
-  /** Header names and values exactly as received, in order (Node's `rawHeaders`). */
-  readonly rawHeaders: readonly string[];
-  /** The URL path as sent, still percent-encoded. */
-  readonly rawPath: string;
-  /** The query string without the `?`, still percent-encoded; empty when none. */
-  readonly rawQuery: string;
-  readonly body: Buffer;
-  readonly sourceIp: string;
-  readonly serverPort: number;
-  readonly receivedAt: number;
-}
+export type { GatewayRequest } from './gateway-request';
 
 /** Where the request was routed and who the gateway says is calling. */
 export interface GatewayRouting {
@@ -41,6 +29,7 @@ export function buildProxyEvent(request: GatewayRequest, routing: GatewayRouting
   const { headers, multiValueHeaders } = eventHeaders(request);
   const { single: queryStringParameters, multi: multiValueQueryStringParameters } = queryParameters(request.rawQuery);
   const { body, isBase64Encoded } = eventBody(request.body, header(headers, 'content-type'), routing);
+  // A REST proxy event's `path` is decoded; a malformed escape is left as sent.
   const path = decodePath(request.rawPath);
   return {
     resource: routing.resource,
@@ -154,25 +143,6 @@ function isBinaryMediaType(contentType: string | undefined, binaryMediaTypes: re
   });
 }
 
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-
-function decodeUtf8(bytes: Buffer): string | undefined {
-  try {
-    return strictUtf8.decode(bytes);
-  } catch {
-    return undefined;
-  }
-}
-
-/** A REST proxy event's `path` is decoded; a malformed escape is left as sent. */
-function decodePath(rawPath: string): string {
-  try {
-    return decodeURIComponent(rawPath);
-  } catch {
-    return rawPath;
-  }
-}
-
 function identity(sourceIp: string, userAgent: string | null): APIGatewayProxyEvent['requestContext']['identity'] {
   return {
     accessKey: null,
@@ -191,20 +161,4 @@ function identity(sourceIp: string, userAgent: string | null): APIGatewayProxyEv
     userAgent,
     userArn: null,
   };
-}
-
-/** X-Ray's format: `Root=1-<epoch seconds, hex>-<96 random bits, hex>`. */
-function traceId(epochMs: number): string {
-  return `Root=1-${Math.floor(epochMs / 1000).toString(16)}-${randomBytes(12).toString('hex')}`;
-}
-
-const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-
-/** API Gateway's `requestTime` format (CLF): `09/Apr/2015:12:34:56 +0000`. */
-function formatRequestTime(date: Date): string {
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return (
-    `${pad(date.getUTCDate())}/${MONTHS[date.getUTCMonth()]}/${date.getUTCFullYear()}:` +
-    `${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())} +0000`
-  );
 }

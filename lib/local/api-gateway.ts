@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { header } from 'keystone-idempotency/http';
 import { type AuthorizerCache, authorize } from './api-gateway-authorizer';
-import { buildProxyEvent, type GatewayRequest } from './api-gateway-event';
+import { buildProxyEvent } from './api-gateway-event';
 import {
   GATEWAY_RESPONSES,
   type GatewayResponse,
@@ -13,9 +12,11 @@ import {
   writeGatewayResponse,
   writeProxyResult,
 } from './api-gateway-response';
-import { type CompiledRoute, compileRoutes, matchRoute, type Route } from './api-gateway-routes';
+import { type Route, restRouteTemplate } from './api-gateway-routes';
+import { type GatewayRequest, readBody, splitUrl } from './gateway-request';
+import { type CompiledRoute, compileRoutes, matchRoute } from './gateway-routes';
+import { defaultFunctionName, GatewayServer, integrate, type RunningGateway } from './gateway-server';
 import { DEFAULT_FUNCTION_TIMEOUT_MS, LOCAL_ACCOUNT_ID, LOCAL_REGION } from './lambda-context';
-import { invokeLambda } from './lambda-invoke';
 import { consoleLog, type LocalLog } from './log';
 
 export type { TokenAuthorizer, TokenAuthorizerConfig } from './api-gateway-authorizer';
@@ -48,14 +49,8 @@ export interface ApiGatewayOptions {
   gatewayResponseFormat?: GatewayResponseFormat;
 }
 
-/** A running local API Gateway. */
-export interface ApiGateway {
-  /** `http://127.0.0.1:<port>`, without a stage prefix (routes are served at their resource paths). */
-  readonly url: string;
-  readonly port: number;
-  /** Stops accepting requests, then waits for running handlers, each at most until its Lambda timeout. */
-  close(): Promise<void>;
-}
+/** A running local API Gateway (a REST API): its URL, without a stage prefix, and how to stop it. */
+export type ApiGateway = RunningGateway;
 
 /**
  * Starts an HTTP server that behaves like an API Gateway REST API with Lambda proxy integrations, so the local stack
@@ -78,7 +73,7 @@ export interface ApiGateway {
  */
 export async function startApiGateway(options: ApiGatewayOptions): Promise<ApiGateway> {
   const gateway = new LocalApiGateway(options);
-  return gateway.listen(options.port ?? 0);
+  return gateway.server.listen(options.port ?? 0);
 }
 
 /** One request's timing and ids, shared by the steps that answer it. */
@@ -88,7 +83,8 @@ interface RequestScope {
 }
 
 class LocalApiGateway {
-  private readonly routes: CompiledRoute[];
+  readonly server: GatewayServer;
+  private readonly routes: CompiledRoute<Route>[];
   private readonly integrationTimeoutMs: number;
   private readonly functionTimeoutMs: number;
   private readonly maxPayloadBytes: number;
@@ -96,33 +92,19 @@ class LocalApiGateway {
   private readonly log: LocalLog;
   private readonly gatewayResponseFormat: GatewayResponseFormat;
   private readonly authorizerCache: AuthorizerCache = new WeakMap();
-  /** Requests being answered and handlers still running (also after a 504), so close() can wait for them. */
-  private readonly running = new Set<Promise<void>>();
-  private readonly server: Server;
-  private port = 0;
 
   constructor(options: ApiGatewayOptions) {
-    this.routes = compileRoutes(options.routes);
+    this.routes = compileRoutes(options.routes, restRouteTemplate);
     this.integrationTimeoutMs = options.integrationTimeoutMs ?? DEFAULT_INTEGRATION_TIMEOUT_MS;
     this.functionTimeoutMs = options.functionTimeoutMs ?? DEFAULT_FUNCTION_TIMEOUT_MS;
     this.maxPayloadBytes = options.maxPayloadBytes ?? MAX_PAYLOAD_BYTES;
     this.binaryMediaTypes = options.binaryMediaTypes ?? [];
     this.log = options.log ?? consoleLog;
     this.gatewayResponseFormat = options.gatewayResponseFormat ?? 'aws-default';
-    this.server = createServer((req, res) => {
-      this.track(this.handle(req, res).catch((error: unknown) => this.failUnexpectedly(res, error)));
-    });
-  }
-
-  listen(port: number): Promise<ApiGateway> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, '127.0.0.1', () => {
-        this.server.off('error', reject);
-        this.port = (this.server.address() as AddressInfo).port;
-        resolve({ url: `http://127.0.0.1:${this.port}`, port: this.port, close: () => this.close() });
-      });
-    });
+    this.server = new GatewayServer(
+      (req, res) => this.handle(req, res),
+      (res, error) => this.failUnexpectedly(res, error),
+    );
   }
 
   private gatewayResponse(
@@ -132,14 +114,6 @@ class LocalApiGateway {
     extraHeaders: Record<string, string> = {},
   ): void {
     writeGatewayResponse(res, response, requestId, extraHeaders, this.gatewayResponseFormat);
-  }
-
-  private async close(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    this.server.closeIdleConnections();
-    await Promise.all([...this.running]);
-    this.server.closeAllConnections();
-    await closed;
   }
 
   /** Routing, then body, then authorizer, then the integration: the order API Gateway applies them in. */
@@ -191,7 +165,7 @@ class LocalApiGateway {
       rawQuery,
       body,
       sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
-      serverPort: this.port,
+      serverPort: this.server.port,
       receivedAt: scope.receivedAt,
     };
     const event = buildProxyEvent(request, {
@@ -218,29 +192,21 @@ class LocalApiGateway {
     scope: RequestScope,
     res: ServerResponse,
   ): Promise<void> {
-    const functionName = route.functionName ?? defaultFunctionName(route);
-    const invocation = invokeLambda(route.handler, event, {
-      functionName,
+    const target = {
+      handler: route.handler,
+      functionName: route.functionName ?? defaultFunctionName(route.method, route.resource),
       timeoutMs: route.timeoutMs ?? this.functionTimeoutMs,
+      integrationTimeoutMs: route.integrationTimeoutMs ?? this.integrationTimeoutMs,
+    };
+    const { outcome, logDetails } = await integrate(target, event, {
+      requestId: scope.requestId,
+      server: this.server,
+      log: this.log,
     });
-    this.track(invocation.finished);
-    const integrationTimeoutMs = route.integrationTimeoutMs ?? this.integrationTimeoutMs;
-    const outcome = await withTimeout(invocation.outcome, integrationTimeoutMs);
-    const logDetails = { functionName, requestId: scope.requestId, awsRequestId: invocation.context.awsRequestId };
-
-    if (outcome === 'timed-out') {
-      this.log.error(
-        `integration timed out after ${integrationTimeoutMs} ms; the handler is still running`,
-        logDetails,
-      );
+    if (outcome.kind === 'integration-timed-out') {
       return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationTimeout, scope.requestId);
     }
-    if (outcome.kind === 'threw') {
-      this.log.error('handler failed', { ...logDetails, error: outcome.error });
-      return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
-    }
-    if (outcome.kind === 'timed-out') {
-      this.log.error(`Task timed out after ${outcome.timeoutMs} ms`, logDetails);
+    if (outcome.kind !== 'returned') {
       return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
     }
     const malformed = malformedReason(outcome.value);
@@ -257,55 +223,10 @@ class LocalApiGateway {
     return `arn:aws:execute-api:${LOCAL_REGION}:${LOCAL_ACCOUNT_ID}:${LOCAL_API_ID}/${LOCAL_STAGE}/${method}/${path}`;
   }
 
-  private track(finished: Promise<void>): void {
-    this.running.add(finished);
-    void finished.then(() => this.running.delete(finished));
-  }
-
   /** A bug in the emulator itself: log it, and answer like API Gateway's own internal error if still possible. */
   private failUnexpectedly(res: ServerResponse, error: unknown): void {
     this.log.error('local API Gateway failed', { error });
     if (!res.headersSent) this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, 'unknown');
     else res.destroy();
   }
-}
-
-function splitUrl(url: string): { rawPath: string; rawQuery: string } {
-  const queryStart = url.indexOf('?');
-  if (queryStart === -1) return { rawPath: url, rawQuery: '' };
-  return { rawPath: url.slice(0, queryStart), rawQuery: url.slice(queryStart + 1) };
-}
-
-/**
- * Reads the whole body, or reports it too large without buffering the rest. The remainder is still drained, so the
- * client gets the 413 instead of a connection reset mid-upload.
- */
-function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large'> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooLarge = declared > maxBytes;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) tooLarge = true;
-      if (!tooLarge) chunks.push(chunk);
-    });
-    req.on('end', () => resolve(tooLarge ? 'too-large' : Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
-function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T | 'timed-out'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timed-out'>((resolve) => {
-    timer = setTimeout(() => resolve('timed-out'), timeoutMs);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** `POST /payments/{id}` → `post-payments-id`, a readable Lambda-style name for logs and ARNs. */
-function defaultFunctionName(route: Route): string {
-  const words = `${route.method} ${route.resource}`.toLowerCase().match(/[a-z0-9]+/g) ?? [];
-  return words.join('-');
 }

@@ -16,7 +16,10 @@ export const TRY_IT_COMMANDS: readonly string[] = [
 ];
 
 export interface BannerFacts {
+  /** The REST API. */
   readonly apiUrl: string;
+  /** The same routes behind an HTTP API (payload 2.0). */
+  readonly httpApiUrl: string;
   readonly processorUrl: string;
   /** Which database the service runs on, and where it is. */
   readonly store: 'dynamodb' | 'postgres';
@@ -30,11 +33,12 @@ export interface BannerFacts {
   readonly apiKeys: readonly { readonly apiKey: string; readonly accountId: string }[];
 }
 
-/** The shell lines that define `$API`, `$KEY` (the first account's key) and `$PROCESSOR`. */
+/** The shell lines that define `$API`, `$HTTP_API`, `$KEY` (the first account's key) and `$PROCESSOR`. */
 export function exportLines(facts: BannerFacts): string[] {
   const [first] = facts.apiKeys;
   return [
     `export API=${facts.apiUrl}`,
+    `export HTTP_API=${facts.httpApiUrl}`,
     ...(first ? [`export KEY=${first.apiKey}`] : []),
     `export PROCESSOR=${facts.processorUrl}`,
   ];
@@ -45,6 +49,7 @@ export function banner(facts: BannerFacts): string {
   return [
     '',
     `API listening on ${facts.apiUrl}`,
+    `  http api           ${facts.httpApiUrl}  (the same routes behind an HTTP API, payload 2.0: README)`,
     `  demo page          ${facts.demoUrl}  (double tap: one key per payment, or one per request)`,
     `  OpenAPI            ${facts.apiUrl}/openapi.json`,
     `  sandbox processor  ${facts.processorUrl}  (GET /charges lists every charge; test cards and faults: README)`,

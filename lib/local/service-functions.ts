@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type FunctionSpec, serviceFunctions } from '../infra/functions';
 import type { Route, TokenAuthorizerConfig } from './api-gateway';
+import type { HttpApiRoute, RequestAuthorizerConfig } from './http-api';
 import type { LambdaHandler } from './lambda-invoke';
 import type { LocalLog } from './log';
 import { type Schedule, startSchedule } from './schedule';
@@ -14,9 +15,9 @@ import type { StackSettings } from './stack-settings';
 /**
  * The payments service on the local emulators, derived from the definitions the CDK stack deploys
  * (`serviceFunctions`, lib/infra/functions.ts): each function's code (its `entry`, or its bundle), and what invokes
- * it (`trigger`): a route of the API, behind the TOKEN authorizer or not; the settlement queue, through a poller
- * that stands in for the event source mapping; the schedule, through a timer that stands in for the EventBridge
- * rule. Adding a function is adding its definition: nothing here names one.
+ * it (`trigger`): a route of the REST API and of the HTTP API, behind their authorizer or not; the settlement
+ * queue, through a poller that stands in for the event source mapping; the schedule, through a timer that stands
+ * in for the EventBridge rule. Adding a function is adding its definition: nothing here names one.
  */
 
 /** The repository root: definitions' entries are relative to it. */
@@ -58,6 +59,27 @@ export function serviceRoutes(handlers: ServiceHandlers, settings: StackSettings
     (spec): Route => ({
       method: spec.trigger.method,
       resource: spec.trigger.path,
+      ...invoked(handlers, settings, spec),
+      ...(spec.trigger.authorization.kind === 'token' ? { authorizer } : {}),
+    }),
+  );
+}
+
+/**
+ * The same routes on the HTTP API (payload 2.0), as lib/infra/http-api.ts deploys them: the same functions, the
+ * authorizer function as a REQUEST authorizer with simple responses on the Authorization header, cached as long as
+ * the REST API's.
+ */
+export function serviceHttpApiRoutes(handlers: ServiceHandlers, settings: StackSettings): HttpApiRoute[] {
+  const authorizer: RequestAuthorizerConfig = {
+    ...invoked(handlers, settings, onlyTriggeredBy('authorizer')),
+    identitySource: ['$request.header.Authorization'],
+    resultTtlSeconds: settings.authorizerResultTtlSeconds,
+  };
+  return triggeredBy('route').map(
+    (spec): HttpApiRoute => ({
+      method: spec.trigger.method,
+      path: spec.trigger.path,
       ...invoked(handlers, settings, spec),
       ...(spec.trigger.authorization.kind === 'token' ? { authorizer } : {}),
     }),

@@ -16,12 +16,14 @@ import type { DeployedStack } from './cloud-assembly';
 import { prepareDemo } from './demo';
 import { startDynamoDbLocal } from './dynamodb-local';
 import { freePort } from './free-port';
+import { startHttpApi } from './http-api';
 import { consoleLog, type LocalLog } from './log';
 import { openApiRoute } from './openapi-route';
 import { ensurePortsFree, portFromEnv } from './ports';
 import {
   localRouteTimeoutMs,
   type RunningFunctions,
+  serviceHttpApiRoutes,
   serviceRoutes,
   startSchedules,
   startSettlementConsumer,
@@ -42,7 +44,10 @@ export interface LocalStackOptions {
 }
 
 export interface LocalStack {
+  /** The REST API (payload 1.0, the TOKEN authorizer), with the demo page and the OpenAPI document. */
   readonly apiUrl: string;
+  /** The same service's routes behind an HTTP API (payload 2.0, the REQUEST authorizer), as `api: 'http'` deploys. */
+  readonly httpApiUrl: string;
   readonly processorUrl: string;
   readonly sqsEndpoint: string;
   readonly settlementQueue: QueueWithDlq;
@@ -63,8 +68,9 @@ export interface LocalStack {
  * Starts the payments service on this machine, running the same handler code Lambda runs:
  * DynamoDB Local (unless `DYNAMODB_ENDPOINT` names one), the tables from the same definitions the CDK stack uses,
  * the sandbox processor and mailer on `PROCESSOR_PORT` (unless `PROCESSOR_URL` names one), SQS (unless
- * `SQS_ENDPOINT` names one) with the settlement queue and its DLQ, an emulated API Gateway on `PORT` with the Lambda
- * authorizer, a poller that feeds the settlement consumer like Lambda's event source mapping, and a schedule for the
+ * `SQS_ENDPOINT` names one) with the settlement queue and its DLQ, an emulated API Gateway REST API on `PORT` and an
+ * emulated HTTP API on `HTTP_API_PORT` serving the same routes, each with the Lambda authorizer as that API deploys
+ * it, a poller that feeds the settlement consumer like Lambda's event source mapping, and a schedule for the
  * completer.
  *
  * Which functions there are, and what invokes each, comes from the definitions the CDK stack deploys
@@ -89,8 +95,9 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   };
   // Ports first: a port that is taken should fail now, not after DynamoDB Local and the rest have started.
   const apiPort = portFromEnv('PORT', 3000, env);
+  const httpApiPort = portFromEnv('HTTP_API_PORT', 0, env);
   const processorPort = portFromEnv('PROCESSOR_PORT', 0, env);
-  await ensurePortsFree(env.PROCESSOR_URL ? [apiPort] : [apiPort, processorPort]);
+  await ensurePortsFree(env.PROCESSOR_URL ? [apiPort, httpApiPort] : [apiPort, httpApiPort, processorPort]);
   try {
     // A cloud assembly that can't be read, like inconsistent timings, stops the start before anything runs.
     const deployed = env.LOCAL_CDK_OUT ? await loadDeployedStack(env.LOCAL_CDK_OUT, env.LOCAL_CDK_STACK) : undefined;
@@ -154,6 +161,17 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       log,
     });
     stoppers.push(() => api.close());
+    // The same routes behind an HTTP API, as an environment with `api: 'http'` deploys them. Its own errors are an
+    // HTTP API's `{"message": ...}`, which no setting of a deployed one can turn into problem+json. The sandbox's
+    // webhooks keep going to the REST API.
+    const httpApi = await startHttpApi({
+      port: httpApiPort.port,
+      routes: serviceHttpApiRoutes(handlers, settings),
+      integrationTimeoutMs: settings.integrationTimeoutMs,
+      functionTimeoutMs: localRouteTimeoutMs(settings),
+      log,
+    });
+    stoppers.push(() => httpApi.close());
     const consumer = await startSettlementConsumer({
       handlers,
       settings,
@@ -166,6 +184,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
 
     return {
       apiUrl: api.url,
+      httpApiUrl: httpApi.url,
       demoUrl: `${api.url}/`,
       processorUrl: env.PROCESSOR_URL!,
       sqsEndpoint: queues.endpoint,

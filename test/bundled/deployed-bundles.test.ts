@@ -209,6 +209,19 @@ describe("the service run from its bundles, with the template's own values", () 
     expect(bundled.sandbox.charges()).toHaveLength(charges);
   });
 
+  it('runs the same bundles behind the HTTP API: the authorizer answers its REQUEST event, the payment replays', async () => {
+    const key = randomUUID();
+    const first = await pay(bundled.httpApiUrl, key);
+    await contract.check('POST /payments', first);
+    expect(first.status).toBe(201);
+    const throughRest = await pay(bundled.url, key);
+    expect(throughRest.headers.get('idempotent-replayed')).toBe('true');
+    expect(await throughRest.text()).toBe(await first.text());
+    const unknown = await pay(bundled.httpApiUrl, randomUUID(), 'sk_test_nobody');
+    expect(unknown.status).toBe(403);
+    expect(await unknown.json()).toEqual({ message: 'Forbidden' });
+  });
+
   it("settles the payment from the processor's signed event, through the queue, with one receipt", async () => {
     const response = await pay(bundled.url, randomUUID());
     expect(response.status).toBe(201);

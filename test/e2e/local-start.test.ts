@@ -40,17 +40,21 @@ async function holdPort(): Promise<{ port: number; release: () => Promise<void> 
   return { port, release: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
+const PORT_VARIABLES = ['PORT', 'HTTP_API_PORT', 'PROCESSOR_PORT'];
+
 describe('npm start with a port that is taken', () => {
-  it.each(['PORT', 'PROCESSOR_PORT'])('fails at once naming %s, before it creates anything', async (variable) => {
+  it.each(PORT_VARIABLES)('fails at once naming %s, before it creates anything', async (variable) => {
     const held = await holdPort();
     try {
       const tables = uniqueTables();
-      const other = variable === 'PORT' ? 'PROCESSOR_PORT' : 'PORT';
+      const others = Object.fromEntries(
+        PORT_VARIABLES.filter((other) => other !== variable).map((other) => [other, '0']),
+      );
       const { code, output } = await runStackProcessToExit({
         DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
         ...tables,
+        ...others,
         [variable]: String(held.port),
-        [other]: '0',
       });
       expect(code).toBe(1);
       expect(output).toContain(`${variable}: port ${held.port} on 127.0.0.1 is already in use`);
@@ -63,20 +67,45 @@ describe('npm start with a port that is taken', () => {
   });
 });
 
-describe('npm start with PROCESSOR_PORT', () => {
-  let stack: StackProcess | undefined;
+describe('npm start with PROCESSOR_PORT and HTTP_API_PORT', () => {
+  let stack: StackProcess;
+  let processorPort: number;
+  let httpApiPort: number;
+  beforeAll(async () => {
+    [processorPort, httpApiPort] = await Promise.all([freePort(), freePort()]);
+    stack = await startStackProcess(
+      {
+        DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+        ...uniqueTables(),
+        PROCESSOR_PORT: String(processorPort),
+        LOCAL_API_KEYS: 'sk_test_start:acct_start',
+      },
+      undefined,
+      httpApiPort,
+    );
+  });
   afterAll(() => stack?.stop());
 
   it('runs its own sandbox processor on that port', async () => {
-    const processorPort = await freePort();
-    stack = await startStackProcess({
-      DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
-      ...uniqueTables(),
-      PROCESSOR_PORT: String(processorPort),
-    });
     expect(stack.output()).toContain(`export PROCESSOR=http://127.0.0.1:${processorPort}`);
     const charges = await fetch(`http://127.0.0.1:${processorPort}/charges`);
     expect(charges.status).toBe(200);
     expect(await charges.json()).toEqual([]);
+  });
+
+  it('serves the API as an HTTP API on that port too, and prints its URL on a line starting `http api`', async () => {
+    const url = `http://127.0.0.1:${httpApiPort}`;
+    expect(stack.output()).toMatch(new RegExp(`^ {2}http api +${url.replaceAll('.', '\\.')} `, 'm'));
+    expect(stack.output()).toContain(`export HTTP_API=${url}`);
+    expect(stack.httpApiUrl).toBe(url);
+    // The HTTP API's authorizer: no key is its 401, a key it does not know its 403 (the REST API says 401).
+    const noKey = await fetch(`${url}/payments/pay_1`);
+    const unknownKey = await fetch(`${url}/payments/pay_1`, { headers: { Authorization: 'Bearer sk_test_nobody' } });
+    const known = await fetch(`${url}/payments/pay_${'0'.repeat(24)}`, {
+      headers: { Authorization: 'Bearer sk_test_start' },
+    });
+    expect([noKey.status, unknownKey.status, known.status]).toEqual([401, 403, 404]);
+    expect(await unknownKey.json()).toEqual({ message: 'Forbidden' });
+    expect(known.headers.get('content-type')).toBe('application/problem+json');
   });
 });

@@ -18,7 +18,7 @@ const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
 /** The README's `sh` blocks that talk to a running stack (they use the banner's variables). */
 const stackExamples = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
   .map((match) => match[1] ?? '')
-  .filter((block) => /\$(API|PROCESSOR)\b/.test(block));
+  .filter((block) => /\$(API|HTTP_API|PROCESSOR)\b/.test(block));
 
 // With the sandbox processor `npm start` runs for itself, as a newcomer's would.
 const e2e = e2eStack({ name: 'readme', processor: 'stack' });
@@ -53,6 +53,7 @@ async function chargeCount(): Promise<number> {
 describe('the start banner', () => {
   it('prints export lines for every variable the examples use', () => {
     expect(exports).toMatch(/^export API=http:\/\/127\.0\.0\.1:\d+$/m);
+    expect(exports).toMatch(/^export HTTP_API=http:\/\/127\.0\.0\.1:\d+$/m);
     expect(exports).toMatch(/^export KEY=sk_test_\S+$/m);
     expect(exports).toMatch(/^export PROCESSOR=http:\/\/127\.0\.0\.1:\d+$/m);
   });
@@ -64,8 +65,8 @@ describe('the start banner', () => {
 });
 
 describe("the README's examples, run as printed", () => {
-  it('are the three this test knows what to expect of', () => {
-    expect(stackExamples).toHaveLength(3);
+  it('are the four this test knows what to expect of', () => {
+    expect(stackExamples).toHaveLength(4);
   });
 
   it('create a payment, and replay it when run again, with one charge', async () => {
@@ -84,8 +85,16 @@ describe("the README's examples, run as printed", () => {
     expect(await chargeCount()).toBe(1);
   });
 
+  it('replay the payment through the HTTP API, whose own answer to an unknown key is 403', async () => {
+    const { statuses, output } = await runExample(stackExamples[2] ?? '');
+    expect(statuses).toEqual([201, 403]);
+    expect(output).toMatch(/^Idempotent-Replayed: true/im);
+    expect(output).toContain('{"message":"Forbidden"}');
+    expect(await chargeCount()).toBe(1);
+  });
+
   it('inject a processor outage, and the retry with the same key charges once', async () => {
-    const { statuses } = await runExample(stackExamples[2] ?? '');
+    const { statuses } = await runExample(stackExamples[3] ?? '');
     expect(statuses).toEqual([503, 201]);
     expect(await chargeCount()).toBe(2);
   });

@@ -1,6 +1,6 @@
 import { serviceFunctions } from '../../lib/infra/functions';
 import { localName, triggeredBy } from '../../lib/local/service-definitions';
-import { type ServiceHandlers, serviceRoutes } from '../../lib/local/service-functions';
+import { type ServiceHandlers, serviceHttpApiRoutes, serviceRoutes } from '../../lib/local/service-functions';
 import { SOURCE_DEFAULTS } from '../../lib/local/stack-settings';
 
 /**
@@ -53,5 +53,38 @@ describe('serviceRoutes', () => {
     const missing = new Map(handlers);
     missing.delete('PaymentsGet');
     expect(() => serviceRoutes(missing, SOURCE_DEFAULTS)).toThrow('the local stack has no function PaymentsGet');
+  });
+});
+
+describe('serviceHttpApiRoutes', () => {
+  const routes = serviceHttpApiRoutes(handlers, { ...SOURCE_DEFAULTS, authorizerResultTtlSeconds: 60 });
+  const [authorizer] = triggeredBy('authorizer');
+
+  it('has the same routes as the REST API, invoking the same functions with the same timeouts', () => {
+    expect(routes.map((route) => `${route.method} ${route.path} ${route.functionName}`)).toEqual(
+      triggeredBy('route').map((spec) => `${spec.trigger.method} ${spec.trigger.path} ${localName(spec)}`),
+    );
+    for (const [index, spec] of triggeredBy('route').entries()) {
+      expect(routes[index]?.handler).toBe(handlers.get(spec.id));
+      expect(routes[index]?.timeoutMs).toBe(SOURCE_DEFAULTS.timeoutsMs[spec.id]);
+    }
+  });
+
+  it('puts the authorizer function, as a REQUEST authorizer on the Authorization header, where the REST API has it', () => {
+    for (const [index, spec] of triggeredBy('route').entries()) {
+      const route = routes[index]!;
+      if (spec.trigger.authorization.kind === 'token') {
+        expect(route.authorizer).toMatchObject({
+          handler: handlers.get(authorizer!.id),
+          functionName: localName(authorizer!),
+          identitySource: ['$request.header.Authorization'],
+          resultTtlSeconds: 60,
+        });
+      } else {
+        expect(route.authorizer).toBeUndefined();
+      }
+    }
+    expect(routes.some((route) => route.authorizer)).toBe(true);
+    expect(routes.some((route) => !route.authorizer)).toBe(true);
   });
 });

@@ -40,8 +40,10 @@ export interface E2eStackOptions {
 export interface E2eStack {
   /** The running stack process. */
   readonly process: StackProcess;
-  /** The API's URL; the port stays the same across restarts. */
+  /** The REST API's URL; the port stays the same across restarts. */
   readonly url: string;
+  /** The HTTP API's URL (the same routes, payload 2.0); the port stays the same across restarts. */
+  readonly httpApiUrl: string;
   /** The test's sandbox processor and mailer (not with `processor: 'stack'`). */
   readonly sandbox: Sandbox;
   readonly sqs: LocalSqs;
@@ -92,6 +94,7 @@ export interface E2eStack {
  */
 export function e2eStack(options: E2eStackOptions): E2eStack {
   let port = 0;
+  let httpApiPort = 0;
   let sandbox: Sandbox | undefined;
   let sqs: LocalSqs | undefined;
   let current: StackProcess | undefined;
@@ -118,6 +121,9 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
 
   beforeAll(async () => {
     port = await freePort();
+    do {
+      httpApiPort = await freePort();
+    } while (httpApiPort === port);
     [sqs, sandbox] = await Promise.all([
       startLocalSqs(),
       ownProcessor
@@ -128,7 +134,7 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
           }),
     ]);
     env = stackEnv();
-    current = await startStackProcess(env, port);
+    current = await startStackProcess(env, port, httpApiPort);
   });
   afterEach(async () => {
     if (sandbox) await fetch(`${sandbox.url}/__faults`, { method: 'DELETE' });
@@ -157,6 +163,9 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
     },
     get url() {
       return required(current, 'stack').url;
+    },
+    get httpApiUrl() {
+      return required(current, 'stack').httpApiUrl;
     },
     get sandbox() {
       return required(sandbox, "sandbox of the test's own (processor: 'test')");
@@ -201,7 +210,7 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
     crash: () => required(current, 'stack').crash(),
     stop: () => required(current, 'stack').stop(),
     async restart() {
-      current = await startStackProcess(env, port);
+      current = await startStackProcess(env, port, httpApiPort);
     },
     startTwin: () => startStackProcess(env),
   };

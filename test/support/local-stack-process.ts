@@ -3,7 +3,10 @@ import { join } from 'node:path';
 import { freePort } from '../../lib/local/free-port';
 
 export interface StackProcess {
+  /** The REST API's URL. */
   readonly url: string;
+  /** The HTTP API's URL (payload 2.0), as the banner's `http api` line prints it. */
+  readonly httpApiUrl: string;
   /** The stack process's id: its function environments, emulators and DynamoDB Local are its descendants. */
   readonly pid: number;
   readonly output: () => string;
@@ -14,11 +17,16 @@ export interface StackProcess {
 
 /**
  * Runs `bin/local.ts` (what `npm start` runs) as a child process, in its own process group, against the given
- * environment, and waits until it serves. The port is chosen once and reused, so a restarted API has the same URL.
+ * environment, and waits until it serves. The ports are chosen once and reused, so a restarted API has the same URL;
+ * without an HTTP API port the stack picks a free one, read from its banner.
  */
-export async function startStackProcess(env: Record<string, string>, port?: number): Promise<StackProcess> {
+export async function startStackProcess(
+  env: Record<string, string>,
+  port?: number,
+  httpApiPort?: number,
+): Promise<StackProcess> {
   const apiPort = port ?? (await freePort());
-  const child = spawnStack({ ...env, PORT: String(apiPort) });
+  const child = spawnStack({ ...env, PORT: String(apiPort), HTTP_API_PORT: String(httpApiPort ?? 0) });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
@@ -28,19 +36,23 @@ export async function startStackProcess(env: Record<string, string>, port?: numb
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await waitFor(
-    () => output.includes('API listening on'),
+    () => output.includes('API listening on') && HTTP_API_LINE.test(output),
     30_000,
     () => output,
     exited,
   );
   return {
     url: `http://127.0.0.1:${apiPort}`,
+    httpApiUrl: HTTP_API_LINE.exec(output)?.[1] as string,
     pid: child.pid!,
     output: () => output,
     crash: () => killGroup(child, 'SIGKILL', exited),
     stop: () => killGroup(child, 'SIGTERM', exited),
   };
 }
+
+/** The banner's line for the HTTP API: `  http api           http://127.0.0.1:<port>  (...)`. */
+const HTTP_API_LINE = /^ {2}http api +(http:\/\/127\.0\.0\.1:\d+) /m;
 
 /** Runs `bin/local.ts` expecting it to fail at start: resolves with its exit code and output once it exits. */
 export async function runStackProcessToExit(
