@@ -34,7 +34,7 @@ import { type BenchReport, renderReport } from './report';
 import { measureSettlement, type SettlementResult } from './settlement';
 import { DEFAULT_STORM, runStorm, type StormRun, summarizeStorms } from './storm';
 import { checkCorrectness, checkTargets, type PathRow } from './targets';
-import { createVariants } from './variants';
+import { createVariants, POWERTOOLS_PEER } from './variants';
 
 const settings = {
   calls: positive('BENCH_CALLS', 500),
@@ -151,11 +151,15 @@ async function main(): Promise<number> {
   return full.correctness.every((check) => check.passed) ? 0 : 1;
 }
 
-/** Ratios are taken against the baseline (and Powertools) measured in the same interleaved rounds. */
+/**
+ * Ratios are taken against the baseline, and against the Powertools variant on the same kind of table
+ * (`POWERTOOLS_PEER`), measured in the same interleaved rounds.
+ */
 function pathRow(result: PathResult, all: readonly PathResult[]): PathRow {
   const peer = (variant: string) => all.find((p) => p.variant === variant && p.path === result.path);
   const baseline = peer('baseline') as PathResult;
-  const powertools = peer('powertools');
+  const peerName = POWERTOOLS_PEER[result.variant];
+  const powertools = peerName ? peer(peerName) : undefined;
   const against = (other: PathResult) => ({
     ratio: result.latencyMs.p50 / other.latencyMs.p50,
     interval: medianRatioInterval(result.samples, other.samples),
@@ -167,9 +171,7 @@ function pathRow(result: PathResult, all: readonly PathResult[]): PathRow {
     p99: result.latencyMs.p99,
     ratio: result.latencyMs.p50 / baseline.latencyMs.p50,
     ratioInterval: medianRatioInterval(result.samples, baseline.samples),
-    ...(powertools && result.variant !== 'powertools' && result.variant !== 'baseline'
-      ? { vsPowertools: against(powertools) }
-      : {}),
+    ...(powertools ? { vsPowertools: { ...against(powertools), peer: powertools.variant } } : {}),
     cost: callCost(result.calls),
     unexpected: result.unexpected as Record<string, number>,
     effectRuns: result.effectRuns,

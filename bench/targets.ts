@@ -5,7 +5,7 @@ import { isDuplicatePath, type PathName } from './paths';
 import type { CallCost } from './projection';
 import type { SettlementResult } from './settlement';
 import type { StormSummary } from './storm';
-import type { VariantName } from './variants';
+import { POWERTOOLS_PEER, VARIANT_LABELS, type VariantName } from './variants';
 
 /** One variant on one path, as the report sees it. */
 export interface PathRow {
@@ -17,8 +17,11 @@ export interface PathRow {
   readonly ratio: number;
   /** 95% bootstrap interval of that ratio. */
   readonly ratioInterval: Interval;
-  /** p50 over Powertools' p50 on the same path and rounds (idempotent variants other than Powertools). */
-  readonly vsPowertools?: { readonly ratio: number; readonly interval: Interval };
+  /**
+   * p50 over Powertools' p50 on the same path and rounds, on the same kind of table (`peer`, see POWERTOOLS_PEER):
+   * our variants only.
+   */
+  readonly vsPowertools?: { readonly ratio: number; readonly interval: Interval; readonly peer?: VariantName };
   readonly cost: CallCost;
   readonly unexpected: Readonly<Record<string, number>>;
   readonly effectRuns: number;
@@ -72,18 +75,25 @@ export function checkTargets(
       : 'n/a';
   };
   const checks: TargetCheck[] = [];
-  const external = row('ours-external', 'first');
-  const powertoolsFirst = row('powertools', 'first');
-  if (external && powertoolsFirst) {
+  // The first request with a row, like with like: not recoverable, neither table with the recovery index; then
+  // recoverable, on the same table (index and all) as Powertools.
+  for (const [variant, target] of [
+    ['ours-external', 'first request, external effect'],
+    ['ours-recoverable', 'first request, external effect, recoverable (same table, recovery index)'],
+  ] as const) {
+    const ours = row(variant, 'first');
+    const peer = POWERTOOLS_PEER[variant];
+    const powertools = peer && row(peer, 'first');
+    if (!ours || !powertools) continue;
     checks.push({
-      target: 'first request, external effect',
+      target,
       goal: '2 requests; p50 no worse than Powertools',
       measured:
-        `${fmtRequests(external.cost)} requests, ${ms(external.p50)}, ${x(external.ratio)}; ` +
-        `vs Powertools ${x(external.vsPowertools?.ratio ?? Number.NaN)} ${external.vsPowertools ? ci(external.vsPowertools.interval) : ''}`,
-      anchor: anchor('first'),
-      met: external.cost.requests.max === 2 && external.p50 <= powertoolsFirst.p50,
-      withinNoise: external.cost.requests.max === 2 && (external.vsPowertools?.interval.low ?? 2) <= 1,
+        `${fmtRequests(ours.cost)} requests, ${ms(ours.p50)}, ${x(ours.ratio)}; ` +
+        `vs Powertools ${x(ours.vsPowertools?.ratio ?? Number.NaN)} ${ours.vsPowertools ? ci(ours.vsPowertools.interval) : ''}`,
+      anchor: `${peer === 'powertools' ? 'Powertools' : VARIANT_LABELS[peer]}: ${fmtRequests(powertools.cost)} requests, ${ms(powertools.p50)}, ${x(powertools.ratio)}`,
+      met: ours.cost.requests.max === 2 && ours.p50 <= powertools.p50,
+      withinNoise: ours.cost.requests.max === 2 && (ours.vsPowertools?.interval.low ?? 2) <= 1,
     });
   }
   const outside = row('ours-external', 'first_outside');
@@ -134,15 +144,18 @@ export function checkTargets(
       });
     }
   }
-  const powertoolsStorm = storms.find((storm) => storm.variant === 'powertools');
-  for (const variant of ['ours-external', 'ours-local'] as const) {
+  for (const variant of ['ours-external', 'ours-local', 'ours-recoverable'] as const) {
     const storm = storms.find((s) => s.variant === variant);
-    if (!storm || !powertoolsStorm) continue;
+    const peer = POWERTOOLS_PEER[variant];
+    const powertoolsStorm = storms.find((s) => s.variant === peer);
+    if (!storm || !powertoolsStorm || !peer) continue;
     checks.push({
-      target: `storm (${variant})`,
+      target: `storm (${variant}${variant === 'ours-recoverable' ? ', same table as Powertools' : ''})`,
       goal: 'effects = 100; wall time no worse than Powertools',
-      measured: `effects ${storm.rows.join('/')}, ${ms(storm.medianWallMs)} (median of ${storm.rows.length})`,
-      anchor: `Powertools: effects ${powertoolsStorm.rows.join('/')}, ${ms(powertoolsStorm.medianWallMs)}`,
+      measured:
+        `effects ${storm.rows.join('/')}, ${ms(storm.medianWallMs)} (median of ${storm.rows.length}), ` +
+        `${x(storm.medianWallMs / powertoolsStorm.medianWallMs)}`,
+      anchor: `${peer === 'powertools' ? 'Powertools' : VARIANT_LABELS[peer]}: effects ${powertoolsStorm.rows.join('/')}, ${ms(powertoolsStorm.medianWallMs)}`,
       met: storm.allCorrect && storm.medianWallMs <= powertoolsStorm.medianWallMs,
     });
   }
