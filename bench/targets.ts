@@ -4,6 +4,7 @@ import { medianRatioInterval } from './measure';
 import { isDuplicatePath, type PathName } from './paths';
 import type { CallCost } from './projection';
 import type { SettlementResult } from './settlement';
+import type { StorePath, StoreRow, StoreStorm, StoresResult, StoreVariantName } from './stores';
 import type { StormSummary } from './storm';
 import { POWERTOOLS_PEER, VARIANT_LABELS, type VariantName } from './variants';
 
@@ -66,6 +67,7 @@ export function checkTargets(
   storms: readonly StormSummary[],
   coldStart: ColdStartResult | undefined,
   settlement?: SettlementResult,
+  stores?: StoresResult,
 ): TargetCheck[] {
   const row = (variant: VariantName, path: PathName) => rows.find((r) => r.variant === variant && r.path === path);
   const anchor = (path: PathName) => {
@@ -200,6 +202,7 @@ export function checkTargets(
         burst.chargeToSettledMs.p99 < MAX_SETTLEMENT_P99_MS && earlyEvent.chargeToSettledMs.p99 < MAX_SETTLEMENT_P99_MS,
     });
   }
+  if (stores) checks.push(...checkStoreTargets(stores));
   return checks;
 }
 
@@ -208,6 +211,7 @@ export function checkCorrectness(
   storms: readonly StormSummary[],
   http: HttpResult | undefined,
   settlement?: SettlementResult,
+  stores?: StoresResult,
 ): CorrectnessCheck[] {
   const checks: CorrectnessCheck[] = [];
   for (const r of rows) {
@@ -250,11 +254,92 @@ export function checkCorrectness(
       });
     }
   }
+  if (stores) {
+    for (const r of stores.rows) {
+      const surprises = Object.entries(r.unexpected);
+      checks.push({
+        check: `${r.variant} ${r.path}: every call answered as expected${r.path === 'first' ? '' : ', effect never ran'}`,
+        passed: surprises.length === 0 && r.effectRuns === 0,
+        detail:
+          surprises.length === 0 && r.effectRuns === 0
+            ? 'ok'
+            : `unexpected ${JSON.stringify(r.unexpected)}, effect ran ${r.effectRuns}x`,
+      });
+    }
+    for (const storm of stores.storms) {
+      checks.push({
+        check: `${storm.variant} storm (${storm.kind === 'outside' ? `${storm.outsideCallMs} ms outside call` : 'local effect'}): one effect per key`,
+        passed: storm.correct,
+        detail:
+          `rows ${storm.rows.join('/')}, processor calls ${storm.effectCalls.join('/')}` +
+          (storm.errors.length ? `; errors: ${storm.errors.join(' | ')}` : ''),
+      });
+    }
+  }
   if (settlement) {
     checks.push({
       check: `settlement burst: all ${settlement.burst.payments} payments settled, one receipt each`,
       passed: settlement.burst.allSettledOnce,
       detail: settlement.burst.allSettledOnce ? 'ok' : 'a payment has no receipt, or more than one',
+    });
+  }
+  return checks;
+}
+
+/**
+ * Issue 15 §5: the PostgreSQL store's local-effect first request and its replay in one round trip each; with a 200 ms
+ * outside call, claim + commit holds no connection across the call and its storm ends before the held
+ * transaction's.
+ */
+export function checkStoreTargets(stores: StoresResult): TargetCheck[] {
+  const row = (variant: StoreVariantName, path: StorePath) =>
+    stores.rows.find((r) => r.variant === variant && r.path === path);
+  const storm = (variant: StoreVariantName, kind: 'local' | 'outside') =>
+    stores.storms.find((s) => s.variant === variant && s.kind === kind);
+  const trips = (r: StoreRow) =>
+    r.roundTrips.min === r.roundTrips.max ? String(r.roundTrips.max) : `${r.roundTrips.min}-${r.roundTrips.max}`;
+  const checks: TargetCheck[] = [];
+  const first = row('pg-local', 'first');
+  const documentFirst = row('document-local', 'first');
+  if (first && documentFirst) {
+    checks.push({
+      target: 'PostgreSQL: first request, local effect (claimAndCommit)',
+      goal: '1 round trip',
+      measured: `${trips(first)} round trip, ${ms(first.latencyMs.p50)}, ${x(first.latencyMs.p50 / documentFirst.latencyMs.p50)} the held transaction's p50`,
+      anchor: `held transaction: ${trips(documentFirst)} round trips, ${ms(documentFirst.latencyMs.p50)}`,
+      met: first.roundTrips.max === 1,
+    });
+  }
+  for (const variant of ['pg-local', 'pg-external'] as const) {
+    const replay = row(variant, 'replay');
+    const documentReplay = row(variant === 'pg-local' ? 'document-local' : 'document-external', 'replay');
+    if (!replay || !documentReplay) continue;
+    checks.push({
+      target: `PostgreSQL: replay (${variant === 'pg-local' ? 'claimAndCommit' : 'claim'})`,
+      goal: '1 round trip, effect not run',
+      measured: `${trips(replay)} round trip, ${ms(replay.latencyMs.p50)}, ${x(replay.latencyMs.p50 / documentReplay.latencyMs.p50)} the held transaction's p50`,
+      anchor: `held transaction: ${trips(documentReplay)} round trips, ${ms(documentReplay.latencyMs.p50)}`,
+      met: replay.roundTrips.max === 1 && replay.effectRuns === 0,
+    });
+  }
+  const ours = storm('pg-external', 'outside');
+  const held = storm('document-external', 'outside');
+  if (ours && held) {
+    const peaks = (s: StoreStorm) =>
+      `${(s.meanHeld ?? []).map((mean) => mean.toFixed(1)).join('/')} held on average, ${(s.peakHeld ?? []).join('/')} at peak`;
+    checks.push({
+      target: `PostgreSQL, ${ours.outsideCallMs} ms outside call: connections across the call`,
+      goal: 'claim + commit holds none',
+      measured: `${ours.heldAcrossCall ?? 'n/a'} held by a call across its outside call (most seen); ${peaks(ours)}`,
+      anchor: `held transaction: ${held.heldAcrossCall ?? 'n/a'}; ${peaks(held)}`,
+      met: ours.heldAcrossCall === 0 && (row('pg-external', 'first')?.heldAcrossCall ?? 0) === 0,
+    });
+    checks.push({
+      target: `PostgreSQL storm, ${ours.outsideCallMs} ms outside call (claim + commit)`,
+      goal: "effects = 100; wall time below the held transaction's",
+      measured: `effects ${ours.rows.join('/')}, ${ms(ours.medianWallMs)} (median of ${ours.rows.length}), ${x(ours.medianWallMs / held.medianWallMs)}`,
+      anchor: `held transaction: effects ${held.rows.join('/')}, ${ms(held.medianWallMs)}`,
+      met: ours.correct && ours.medianWallMs < held.medianWallMs,
     });
   }
   return checks;

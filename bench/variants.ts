@@ -362,7 +362,7 @@ async function ours(
 }
 
 /** Starts a call whose effect waits: its claim is written, its completion is not. */
-async function holdThroughEffect(
+export async function holdThroughEffect(
   effect: ExternalEffect,
   event: PaymentEvent,
   call: (event: PaymentEvent) => Promise<CallOutcome>,
