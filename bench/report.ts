@@ -283,7 +283,15 @@ function storesSection(stores: StoresResult): string[] {
         `${stores.calls} calls per variant and path, interleaved`,
     ),
     table(
-      ['path', 'variant', 'round trips', 'p50', 'p99', 'connections held across the outside call'],
+      [
+        'path',
+        'variant',
+        'round trips',
+        'p50',
+        'p99',
+        'vs held transaction',
+        'connections held across the outside call',
+      ],
       stores.rows.map((row) => [
         pathLabel[row.path],
         STORE_VARIANT_LABELS[row.variant],
@@ -292,6 +300,7 @@ function storesSection(stores: StoresResult): string[] {
           : `${row.roundTrips.mean.toFixed(2)} (${row.roundTrips.min}-${row.roundTrips.max})`,
         ms(row.latencyMs.p50),
         ms(row.latencyMs.p99),
+        vsHeld(stores, row),
         row.heldAcrossCall === undefined ? '' : String(row.heldAcrossCall),
       ]),
     ),
@@ -312,6 +321,7 @@ function storesSection(stores: StoresResult): string[] {
         'effects (rows / charges)',
         'outcomes',
         'round trips per call',
+        'connection-ms per call',
         'connections: mean / peak held, peak waiting',
         'held across the call',
         'first p50 / p99',
@@ -328,6 +338,7 @@ function storesSection(stores: StoresResult): string[] {
           .map(([kind, count]) => `${kind} ${count}`)
           .join(', '),
         storm.roundTripsPerCall.toFixed(2),
+        storm.connectionMsPerCall === undefined ? 'n/a (HTTP)' : storm.connectionMsPerCall.toFixed(1),
         storm.peakHeld
           ? `${summary(storm.meanHeld ?? [], 1)} / ${summary(storm.peakHeld)}, ${summary(storm.peakWaiting ?? [])}`
           : 'n/a (HTTP)',
@@ -339,6 +350,14 @@ function storesSection(stores: StoresResult): string[] {
     ),
     '',
   ];
+}
+
+/** p50 over the held transaction's, same form (local or outside) and path, PostgreSQL store only. */
+function vsHeld(stores: StoresResult, row: StoresResult['rows'][number]): string {
+  if (!row.variant.startsWith('pg-')) return '';
+  const reference = row.variant === 'pg-local' ? 'document-local' : 'document-external';
+  const held = stores.rows.find((r) => r.variant === reference && r.path === row.path);
+  return held ? `${(row.latencyMs.p50 / held.latencyMs.p50).toFixed(2)}x` : '';
 }
 
 /** The fewest DynamoDB requests that can serve the call (the baseline: the one write it does). */

@@ -109,6 +109,12 @@ export interface StoreStorm {
   readonly peakHeld?: readonly number[];
   /** The pool's connections checked out on average over the storm (time-weighted), per round (PostgreSQL only). */
   readonly meanHeld?: readonly number[];
+  /**
+   * Connection-milliseconds per call, over all rounds: how long the storm kept connections checked out, divided by
+   * its calls (PostgreSQL only). Unlike the peak, which 50 callers arriving at once reach in any form, it tells a
+   * connection held across a 200 ms call from one held for a round trip.
+   */
+  readonly connectionMsPerCall?: number;
   /** Callers waiting for a connection at once, at most, per round (PostgreSQL only). */
   readonly peakWaiting?: readonly number[];
   /** Most connections one call held across its outside call (PostgreSQL, outside effect). */
@@ -535,6 +541,9 @@ function summarizeStorm(variant: StoreVariant, kind: 'local' | 'outside', rounds
       ? {
           peakHeld: rounds.map((round) => round.peakHeld ?? 0),
           meanHeld: rounds.map((round) => round.meanHeld ?? 0),
+          connectionMsPerCall:
+            rounds.reduce((sum, round) => sum + (round.meanHeld ?? 0) * round.wallMs, 0) /
+            (calls * Math.max(rounds.length, 1)),
           peakWaiting: rounds.map((round) => round.peakWaiting ?? 0),
         }
       : {}),
