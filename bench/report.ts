@@ -322,7 +322,7 @@ function storesSection(stores: StoresResult): string[] {
         'outcomes',
         'round trips per call',
         'connection-ms per call',
-        'connections: mean / peak held, peak waiting',
+        'connections held: mean; peak; peak waiting',
         'held across the call',
         'first p50 / p99',
         'duplicate p50 / p99',
@@ -340,7 +340,7 @@ function storesSection(stores: StoresResult): string[] {
         storm.roundTripsPerCall.toFixed(2),
         storm.connectionMsPerCall === undefined ? 'n/a (HTTP)' : storm.connectionMsPerCall.toFixed(1),
         storm.peakHeld
-          ? `${summary(storm.meanHeld ?? [], 1)} / ${summary(storm.peakHeld)}, ${summary(storm.peakWaiting ?? [])}`
+          ? `${summary(storm.meanHeld ?? [], 1)}; ${summary(storm.peakHeld)}; ${summary(storm.peakWaiting ?? [])}`
           : 'n/a (HTTP)',
         storm.heldAcrossCall === undefined ? '' : String(storm.heldAcrossCall),
         `${ms(storm.firstMs.p50)} / ${ms(storm.firstMs.p99)}`,
