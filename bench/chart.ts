@@ -7,6 +7,8 @@ const COLORS: Record<(typeof VARIANT_NAMES)[number], string> = {
   powertools: '#ff9900',
   'ours-external': '#1f6feb',
   'ours-local': '#2da44e',
+  'powertools-indexed': '#b35900',
+  'ours-recoverable': '#0a3d91',
 };
 
 /**

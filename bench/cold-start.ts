@@ -28,19 +28,43 @@ const ROOT = resolve(__dirname, '..');
  * when the issue set the import-time target (844 against 857 KB, both carrying all of classic zod). It is built from
  * the same schema sources, `zod/mini` mapped onto classic zod (bench/classic-zod.ts), not from a second definition.
  * `sdk-floor` is what every one of them pays before any code of its own: the DynamoDB client.
+ *
+ * The store is chosen at bundle time (`storeDefine`, lib/infra/service-function.ts): the stack deploys DynamoDB
+ * bundles, which carry neither pg nor the RDS signer, and those are what the first rows measure. `ours-postgres` is
+ * the same function bundled for STORE=postgres (pg, the RDS signer for IAM authentication, no DynamoDB client).
  */
 export const COLD_START_BUNDLES = [
-  { name: 'ours', entry: 'functions/payments-create.ts', tracing: false, classicZod: false },
-  { name: 'ours-traced', entry: 'functions/payments-create.ts', tracing: true, classicZod: false },
-  { name: 'powertools', entry: 'bench/powertools-payments-handler.ts', tracing: false, classicZod: false },
-  { name: 'powertools-classic-zod', entry: 'bench/powertools-payments-handler.ts', tracing: false, classicZod: true },
-  { name: 'sdk-floor', entry: 'bench/sdk-floor.ts', tracing: false, classicZod: false },
+  { name: 'ours', entry: 'functions/payments-create.ts', tracing: false, classicZod: false, store: 'dynamodb' },
+  { name: 'ours-traced', entry: 'functions/payments-create.ts', tracing: true, classicZod: false, store: 'dynamodb' },
+  {
+    name: 'ours-postgres',
+    entry: 'functions/payments-create.ts',
+    tracing: false,
+    classicZod: false,
+    store: 'postgres',
+  },
+  {
+    name: 'powertools',
+    entry: 'bench/powertools-payments-handler.ts',
+    tracing: false,
+    classicZod: false,
+    store: 'dynamodb',
+  },
+  {
+    name: 'powertools-classic-zod',
+    entry: 'bench/powertools-payments-handler.ts',
+    tracing: false,
+    classicZod: true,
+    store: 'dynamodb',
+  },
+  { name: 'sdk-floor', entry: 'bench/sdk-floor.ts', tracing: false, classicZod: false, store: 'dynamodb' },
 ] as const;
 export type BundleName = (typeof COLD_START_BUNDLES)[number]['name'];
 
 export const BUNDLE_LABELS: Record<BundleName, string> = {
   ours: 'ours, dev (tracing compiled out)',
   'ours-traced': 'ours, prod (tracing on)',
+  'ours-postgres': 'ours on PostgreSQL (STORE=postgres, tracing compiled out)',
   powertools: 'Powertools equivalent, same schemas (zod/mini)',
   'powertools-classic-zod': 'Powertools equivalent, schemas on classic zod (as when the target was set)',
   'sdk-floor': 'floor: the DynamoDB client alone, as both create it',
@@ -87,6 +111,8 @@ const IMPORT_ENV = {
   IDEMPOTENCY_TABLE: 'bench-cold-idempotency',
   PAYMENTS_TABLE: 'bench-cold-payments',
   PROCESSOR_URL: 'https://processor.invalid',
+  // Read by the PostgreSQL bundle only; the pool it builds at import connects on first use.
+  DATABASE_URL: 'postgres://bench@127.0.0.1:9/bench',
 };
 
 /**
@@ -139,7 +165,7 @@ export async function measureColdStart(options: { runs: number }): Promise<ColdS
       const { metafile } = await build({
         ...ESBUILD_OPTIONS,
         mainFields: [...ESBUILD_OPTIONS.mainFields],
-        define: { ...lambdaBundling({ tracing: bundle.tracing, store: 'dynamodb' }).define },
+        define: { ...lambdaBundling({ tracing: bundle.tracing, store: bundle.store }).define },
         ...(bundle.classicZod ? { alias: { 'zod/mini': CLASSIC_ZOD } } : {}),
         entryPoints: [join(ROOT, bundle.entry)],
         outfile,
@@ -149,7 +175,10 @@ export async function measureColdStart(options: { runs: number }): Promise<ColdS
       outputs.set(bundle.name, { file: outfile, metafile });
     }
     const fileOf = (name: BundleName) => outputs.get(name)?.file as string;
-    const envOf = (bundle: (typeof COLD_START_BUNDLES)[number]) => ({ [TRACE_ENABLED_ENV]: String(bundle.tracing) });
+    const envOf = (bundle: (typeof COLD_START_BUNDLES)[number]) => ({
+      [TRACE_ENABLED_ENV]: String(bundle.tracing),
+      STORE: bundle.store,
+    });
     const samples = new Map<BundleName, number[]>(COLD_START_BUNDLES.map((bundle) => [bundle.name, []]));
     // One unmeasured import each first, so none pays for a cold file cache.
     for (const bundle of COLD_START_BUNDLES) await importOnce(fileOf(bundle.name), envOf(bundle));

@@ -39,7 +39,7 @@ const PATHS: Record<PathName, PathSpec> = {
     expected: 'created',
     duplicate: false,
     work: 'charge-only',
-    variants: ['baseline', 'powertools', 'ours-external'],
+    variants: ['baseline', 'powertools', 'ours-external', 'powertools-indexed', 'ours-recoverable'],
   },
   replay: { expected: 'replay', duplicate: true, work: 'charge-and-row' },
   replay_cached: { expected: 'replay', duplicate: true, work: 'charge-and-row', cached: true },

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { EffectItem } from '../lib/dynamodb/store';
 import type { StoredResponse } from '../lib/engine/record';
@@ -42,15 +43,13 @@ export function freshDownstreamKey(): string {
   return `idk_${randomUUID().replaceAll('-', '')}`;
 }
 
-/** The payment row (as a transaction item, like the service stages it) and the 201 the handler answers with. */
-export function settlePayment(
-  payments: PaymentsStore,
+/** The payment a first request records, and the 201 the handler answers with: the same whatever the store. */
+export function paymentOf(
   event: PaymentEvent,
   downstreamKey: string,
   chargeId: string,
-): { row: EffectItem; response: StoredResponse & APIGatewayProxyResult } {
+): { payment: Payment; response: StoredResponse & APIGatewayProxyResult } {
   const body = JSON.parse(event.body) as { amount: number; currency: string; source: string };
-  const accountId = event.requestContext.authorizer.accountId;
   const payment: Payment = {
     id: paymentIdFor(downstreamKey),
     amount: body.amount,
@@ -63,7 +62,7 @@ export function settlePayment(
     settled_at: null,
   };
   return {
-    row: payments.putPayment(accountId, payment, downstreamKey),
+    payment,
     response: {
       statusCode: 201,
       headers: { 'Content-Type': 'application/json', Location: `/payments/${payment.id}` },
@@ -72,13 +71,28 @@ export function settlePayment(
   };
 }
 
+/** The payment row (as a transaction item, like the service stages it) and the 201 the handler answers with. */
+export function settlePayment(
+  payments: PaymentsStore,
+  event: PaymentEvent,
+  downstreamKey: string,
+  chargeId: string,
+): { row: EffectItem; response: StoredResponse & APIGatewayProxyResult } {
+  const { payment, response } = paymentOf(event, downstreamKey, chargeId);
+  return { row: payments.putPayment(event.requestContext.authorizer.accountId, payment, downstreamKey), response };
+}
+
 /**
  * The outside processor, reduced to a no-op async call (`await Promise.resolve()`), so the benchmark measures the
- * idempotency machinery and not a network. It counts its calls (the witness for "ran the effect") and can hold a call
- * open, which is how a variant is put in the "in flight" state: its claim is written, its effect not yet done.
+ * idempotency machinery and not a network; or, with `latencyMs`, a call that takes that long (a timer: no CPU), for
+ * the storms where what matters is what a call holds while it waits. It counts its calls (the witness for "ran the
+ * effect") and can hold a call open, which is how a variant is put in the "in flight" state: its claim is written,
+ * its effect not yet done.
  */
 export class ExternalEffect {
   calls = 0;
+  /** How long each call takes (0: a resolved promise). */
+  latencyMs = 0;
   private readonly gates = new Map<string, { opened: Promise<void>; entered: () => void }>();
 
   async charge(key: string): Promise<string> {
@@ -87,6 +101,8 @@ export class ExternalEffect {
     if (gate) {
       gate.entered();
       await gate.opened;
+    } else if (this.latencyMs > 0) {
+      await sleep(this.latencyMs);
     } else {
       await Promise.resolve();
     }

@@ -6,6 +6,7 @@ import type { Machine } from './machine';
 import { isDuplicatePath, PATH_LABELS } from './paths';
 import { ASSUMPTIONS } from './projection';
 import type { SettlementResult } from './settlement';
+import { OUTSIDE_CALL_MS, STORE_VARIANT_LABELS, type StoresResult } from './stores';
 import type { StormSummary } from './storm';
 import type { CorrectnessCheck, PathRow, TargetCheck } from './targets';
 import { VARIANT_LABELS } from './variants';
@@ -22,6 +23,8 @@ export interface BenchReport {
   readonly http: HttpResult | undefined;
   /** Absent from runs before it was measured here (it was a test until then), and when skipped. */
   readonly settlement?: SettlementResult;
+  /** The stores side by side (PostgreSQL, the held transaction, DynamoDB); absent from earlier runs and when skipped. */
+  readonly stores?: StoresResult;
   readonly coldStart: ColdStartResult | undefined;
   readonly assumptions: typeof ASSUMPTIONS;
   readonly targets: readonly TargetCheck[];
@@ -141,6 +144,8 @@ export function renderReport(report: BenchReport): string {
     ),
     '',
   );
+
+  if (report.stores) out.push(...storesSection(report.stores));
 
   if (report.http) {
     out.push(
@@ -267,6 +272,92 @@ export function renderReport(report: BenchReport): string {
   for (const check of failed) out.push(`FAIL  ${check.check}: ${check.detail}`);
   if (failed.length) out.push('', '!!!!!!!! CORRECTNESS FAILURE: the numbers above are not a valid result !!!!!!!!');
   return out.join('\n');
+}
+
+function storesSection(stores: StoresResult): string[] {
+  const summary = (values: readonly number[], digits = 0) => values.map((value) => value.toFixed(digits)).join(' / ');
+  const pathLabel = { first: 'first request', replay: 'replay', in_flight: 'in-flight duplicate' } as const;
+  return [
+    heading(
+      `The stores side by side: PostgreSQL ${stores.postgres}, the design documents' held transaction, DynamoDB Local; ` +
+        `${stores.calls} calls per variant and path, interleaved`,
+    ),
+    table(
+      [
+        'path',
+        'variant',
+        'round trips',
+        'p50',
+        'p99',
+        'vs held transaction',
+        'connections held across the outside call',
+      ],
+      stores.rows.map((row) => [
+        pathLabel[row.path],
+        STORE_VARIANT_LABELS[row.variant],
+        row.roundTrips.min === row.roundTrips.max
+          ? String(row.roundTrips.max)
+          : `${row.roundTrips.mean.toFixed(2)} (${row.roundTrips.min}-${row.roundTrips.max})`,
+        ms(row.latencyMs.p50),
+        ms(row.latencyMs.p99),
+        vsHeld(stores, row),
+        row.heldAcrossCall === undefined ? '' : String(row.heldAcrossCall),
+      ]),
+    ),
+    'Round trips: PostgreSQL counted on the client socket (writes after a read), DynamoDB as HTTP requests. The outside ' +
+      'call is a no-op here. The held transaction has no in-flight duplicate of its own: it waits on the key until ' +
+      'the original commits (the storm shows for how long).',
+    '',
+    heading(
+      `The stores' duplicate storms: 1000 calls over 100 keys, 50 in flight, pools of ${stores.poolMax}; ` +
+        `with the local effect, then with a ${OUTSIDE_CALL_MS} ms outside call`,
+    ),
+    table(
+      [
+        'storm',
+        'variant',
+        'wall (median)',
+        'rounds',
+        'effects (rows / charges)',
+        'outcomes',
+        'round trips per call',
+        'connection-ms per call',
+        'connections held: mean; peak; peak waiting',
+        'held across the call',
+        'first p50 / p99',
+        'duplicate p50 / p99',
+        '',
+      ],
+      stores.storms.map((storm) => [
+        storm.kind === 'outside' ? `${storm.outsideCallMs} ms outside call` : 'local effect',
+        STORE_VARIANT_LABELS[storm.variant],
+        ms(storm.medianWallMs),
+        summary(storm.wallMs),
+        `${storm.rows.join('/')} / ${storm.kind === 'outside' ? storm.effectCalls.join('/') : 'none'}`,
+        Object.entries(storm.outcomes)
+          .map(([kind, count]) => `${kind} ${count}`)
+          .join(', '),
+        storm.roundTripsPerCall.toFixed(2),
+        storm.connectionMsPerCall === undefined ? 'n/a (HTTP)' : storm.connectionMsPerCall.toFixed(1),
+        storm.peakHeld
+          ? `${summary(storm.meanHeld ?? [], 1)}; ${summary(storm.peakHeld)}; ${summary(storm.peakWaiting ?? [])}`
+          : 'n/a (HTTP)',
+        storm.heldAcrossCall === undefined ? '' : String(storm.heldAcrossCall),
+        `${ms(storm.firstMs.p50)} / ${ms(storm.firstMs.p99)}`,
+        `${ms(storm.duplicateMs.p50)} / ${ms(storm.duplicateMs.p99)}`,
+        storm.correct ? 'ok' : 'FAIL',
+      ]),
+    ),
+    '',
+  ];
+}
+
+/** p50 over the held transaction's, same form (local or outside) and path, PostgreSQL store only. */
+function vsHeld(stores: StoresResult, row: StoresResult['rows'][number]): string {
+  if (!row.variant.startsWith('pg-')) return '';
+  const reference = row.variant === 'pg-local' ? 'document-local' : 'document-external';
+  const held = stores.rows.find((r) => r.variant === reference && r.path === row.path);
+  return held ? `${(row.latencyMs.p50 / held.latencyMs.p50).toFixed(2)}x` : '';
 }
 
 /** The fewest DynamoDB requests that can serve the call (the baseline: the one write it does). */

@@ -8,7 +8,11 @@
  *   3. a duplicate storm per variant, in interleaved rounds, asserting one effect per key;
  *   4. end to end over HTTP against the local stack, idempotency on and off;
  *   5. settlement: charge to settled through webhook, queue and consumer, for a burst and for early events;
- *   6. cold start: bundle size and import time of the payments function, next to a Powertools equivalent.
+ *   6. the stores side by side: the PostgreSQL store, the design documents' held-transaction `withIdempotency` and
+ *      the DynamoDB store, per call and in the storm (with a local effect, and with a 200 ms outside call), against a
+ *      throwaway PostgreSQL it starts too;
+ *   7. cold start: bundle size and import time of the payments function (on either store), next to a Powertools
+ *      equivalent.
  * Prints a report, writes it to bench/results/latest.json (and a chart, latest.html), exits 1 only when a correctness
  * assertion fails.
  *
@@ -16,12 +20,13 @@
  *   BENCH_STORM_ROUNDS=3     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
  *   BENCH_HTTP_REQUESTS=1000 per API for first requests/replays  BENCH_HTTP_STORMS=10 50-way double taps per API
  *   BENCH_SETTLEMENT_BURST=50 payments settled at once           BENCH_SETTLEMENT_EARLY=5 early events, in turn
- *   BENCH_SKIP=http,settlement,cold  leave parts out (also: storm)  BENCH_OUT=bench/results/latest.json
+ *   BENCH_SKIP=http,settlement,postgres,cold  leave parts out (also: storm)  BENCH_OUT=bench/results/latest.json
  *   BENCH_PATHS=replay_cached  measure only these paths (default: every path)
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../lib/local/dynamodb-local';
+import type { PostgresLocal } from '../lib/local/postgres-local';
 import { calibrate } from './calibration';
 import { renderChart } from './chart';
 import { type ColdStartResult, measureColdStart } from './cold-start';
@@ -33,9 +38,10 @@ import { measurePath, PATH_NAMES, type PathResult } from './paths';
 import { ASSUMPTIONS, callCost } from './projection';
 import { type BenchReport, renderReport } from './report';
 import { measureSettlement, type SettlementResult } from './settlement';
+import { measureStores, type StoresResult, startBenchPostgres } from './stores';
 import { DEFAULT_STORM, runStorm, type StormRun, summarizeStorms } from './storm';
 import { checkCorrectness, checkTargets, type PathRow } from './targets';
-import { createVariants } from './variants';
+import { createVariants, POWERTOOLS_PEER } from './variants';
 
 const settings = {
   calls: positive('BENCH_CALLS', 500),
@@ -62,14 +68,21 @@ const OUT = resolve(process.env.BENCH_OUT ?? resolve(__dirname, 'results', 'late
 async function main(): Promise<number> {
   const started = now();
   const machine = await describeMachine();
-  console.log(`benchmark on ${machine.nproc} CPUs, Node ${machine.node}; starting DynamoDB Local`);
-  const db = await startDynamoDbLocal();
-  const stopDb = stopOnExit(db);
+  const withPostgres = !settings.skip.includes('postgres');
+  console.log(
+    `benchmark on ${machine.nproc} CPUs, Node ${machine.node}; starting DynamoDB Local${withPostgres ? ' and PostgreSQL' : ''}`,
+  );
+  const [db, postgres] = await Promise.all([
+    startDynamoDbLocal(),
+    withPostgres ? startBenchPostgres() : Promise.resolve(undefined),
+  ]);
+  const stopDb = stopOnExit(db, postgres);
   let paths: PathResult[] = [];
   const stormRuns: StormRun[] = [];
   let http: HttpResult | undefined;
   let settlement: SettlementResult | undefined;
-  let report: Omit<BenchReport, 'coldStart' | 'settlement' | 'targets' | 'correctness' | 'durationSeconds'>;
+  let stores: StoresResult | undefined;
+  let report: Omit<BenchReport, 'coldStart' | 'settlement' | 'stores' | 'targets' | 'correctness' | 'durationSeconds'>;
   try {
     progress('calibrating DynamoDB Local');
     const calibration = await calibrate(db.endpoint, settings.calibrationOperations);
@@ -107,6 +120,16 @@ async function main(): Promise<number> {
     } finally {
       for (const variant of variants) variant.close();
     }
+    if (postgres) {
+      progress('the stores side by side: PostgreSQL, the held transaction, DynamoDB');
+      stores = await measureStores({
+        postgresUrl: postgres.url,
+        dynamoDbEndpoint: db.endpoint,
+        calls: settings.calls,
+        warmup: settings.warmup,
+        stormRounds: settings.stormRounds,
+      });
+    }
     if (!settings.skip.includes('http')) {
       progress('HTTP end to end');
       http = await measureHttp({
@@ -140,10 +163,11 @@ async function main(): Promise<number> {
     ...report,
     http,
     settlement,
+    stores,
     coldStart,
     durationSeconds: (now() - started) / 1000,
-    targets: checkTargets(report.paths, report.storms, coldStart, settlement),
-    correctness: checkCorrectness(report.paths, report.storms, http, settlement),
+    targets: checkTargets(report.paths, report.storms, coldStart, settlement, stores),
+    correctness: checkCorrectness(report.paths, report.storms, http, settlement, stores),
   };
   console.log(`\n${renderReport(full)}`);
   await mkdir(dirname(OUT), { recursive: true });
@@ -154,11 +178,15 @@ async function main(): Promise<number> {
   return full.correctness.every((check) => check.passed) ? 0 : 1;
 }
 
-/** Ratios are taken against the baseline (and Powertools) measured in the same interleaved rounds. */
+/**
+ * Ratios are taken against the baseline, and against the Powertools variant on the same kind of table
+ * (`POWERTOOLS_PEER`), measured in the same interleaved rounds.
+ */
 function pathRow(result: PathResult, all: readonly PathResult[]): PathRow {
   const peer = (variant: string) => all.find((p) => p.variant === variant && p.path === result.path);
   const baseline = peer('baseline') as PathResult;
-  const powertools = peer('powertools');
+  const peerName = POWERTOOLS_PEER[result.variant];
+  const powertools = peerName ? peer(peerName) : undefined;
   const against = (other: PathResult) => ({
     ratio: result.latencyMs.p50 / other.latencyMs.p50,
     interval: medianRatioInterval(result.samples, other.samples),
@@ -170,9 +198,7 @@ function pathRow(result: PathResult, all: readonly PathResult[]): PathRow {
     p99: result.latencyMs.p99,
     ratio: result.latencyMs.p50 / baseline.latencyMs.p50,
     ratioInterval: medianRatioInterval(result.samples, baseline.samples),
-    ...(powertools && result.variant !== 'powertools' && result.variant !== 'baseline'
-      ? { vsPowertools: against(powertools) }
-      : {}),
+    ...(powertools ? { vsPowertools: { ...against(powertools), peer: powertools.variant } } : {}),
     cost: callCost(result.calls),
     unexpected: result.unexpected as Record<string, number>,
     effectRuns: result.effectRuns,
@@ -180,29 +206,32 @@ function pathRow(result: PathResult, all: readonly PathResult[]): PathRow {
 }
 
 /**
- * DynamoDB Local is a JVM in its own process group: stop it however this process ends. Ctrl-C and SIGTERM stop it
- * and exit 130; a plain exit (including a crash) kills the group synchronously. (If this process is SIGKILLed, the
- * watcher that startDynamoDbLocal spawns reaps the JVM.)
+ * DynamoDB Local (a JVM) and PostgreSQL each run in a process group of their own: stop them however this process
+ * ends. Ctrl-C and SIGTERM stop them and exit 130; a plain exit (including a crash) kills the groups synchronously.
+ * (If this process is SIGKILLed, the watchers that startDynamoDbLocal and startPostgresLocal spawn reap them.)
  */
-function stopOnExit(db: DynamoDbLocal): () => Promise<void> {
+function stopOnExit(db: DynamoDbLocal, postgres: PostgresLocal | undefined): () => Promise<void> {
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    await db.stop();
+    await Promise.all([db.stop(), postgres?.stop()]);
   };
   const onSignal = (signal: NodeJS.Signals) => {
-    console.error(`\n${signal}: stopping DynamoDB Local`);
+    console.error(`\n${signal}: stopping DynamoDB Local${postgres ? ' and PostgreSQL' : ''}`);
     stop().finally(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   process.once('exit', () => {
     if (stopped) return;
-    try {
-      process.kill(-db.pid, 'SIGKILL');
-    } catch {
-      // already gone
+    for (const pid of [db.pid, postgres?.pid]) {
+      if (pid === undefined) continue;
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
     }
   });
   return stop;

@@ -72,7 +72,7 @@ export async function runStorm(
 }
 
 /** Payment rows of one account (partition `ACCOUNT#<id>`), counted by a strongly consistent query. */
-async function countPayments(variant: Variant, accountId: string): Promise<number> {
+export async function countPayments(variant: Variant, accountId: string): Promise<number> {
   let count = 0;
   let startKey: Record<string, unknown> | undefined;
   do {

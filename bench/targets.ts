@@ -4,8 +4,9 @@ import { medianRatioInterval } from './measure';
 import { isDuplicatePath, type PathName } from './paths';
 import type { CallCost } from './projection';
 import type { SettlementResult } from './settlement';
+import type { StorePath, StoreRow, StoreStorm, StoresResult, StoreVariantName } from './stores';
 import type { StormSummary } from './storm';
-import type { VariantName } from './variants';
+import { POWERTOOLS_PEER, VARIANT_LABELS, type VariantName } from './variants';
 
 /** One variant on one path, as the report sees it. */
 export interface PathRow {
@@ -17,8 +18,11 @@ export interface PathRow {
   readonly ratio: number;
   /** 95% bootstrap interval of that ratio. */
   readonly ratioInterval: Interval;
-  /** p50 over Powertools' p50 on the same path and rounds (idempotent variants other than Powertools). */
-  readonly vsPowertools?: { readonly ratio: number; readonly interval: Interval };
+  /**
+   * p50 over Powertools' p50 on the same path and rounds, on the same kind of table (`peer`, see POWERTOOLS_PEER):
+   * our variants only.
+   */
+  readonly vsPowertools?: { readonly ratio: number; readonly interval: Interval; readonly peer?: VariantName };
   readonly cost: CallCost;
   readonly unexpected: Readonly<Record<string, number>>;
   readonly effectRuns: number;
@@ -63,6 +67,7 @@ export function checkTargets(
   storms: readonly StormSummary[],
   coldStart: ColdStartResult | undefined,
   settlement?: SettlementResult,
+  stores?: StoresResult,
 ): TargetCheck[] {
   const row = (variant: VariantName, path: PathName) => rows.find((r) => r.variant === variant && r.path === path);
   const anchor = (path: PathName) => {
@@ -72,18 +77,25 @@ export function checkTargets(
       : 'n/a';
   };
   const checks: TargetCheck[] = [];
-  const external = row('ours-external', 'first');
-  const powertoolsFirst = row('powertools', 'first');
-  if (external && powertoolsFirst) {
+  // The first request with a row, like with like: not recoverable, neither table with the recovery index; then
+  // recoverable, on the same table (index and all) as Powertools.
+  for (const [variant, target] of [
+    ['ours-external', 'first request, external effect'],
+    ['ours-recoverable', 'first request, external effect, recoverable (same table, recovery index)'],
+  ] as const) {
+    const ours = row(variant, 'first');
+    const peer = POWERTOOLS_PEER[variant];
+    const powertools = peer && row(peer, 'first');
+    if (!ours || !powertools) continue;
     checks.push({
-      target: 'first request, external effect',
+      target,
       goal: '2 requests; p50 no worse than Powertools',
       measured:
-        `${fmtRequests(external.cost)} requests, ${ms(external.p50)}, ${x(external.ratio)}; ` +
-        `vs Powertools ${x(external.vsPowertools?.ratio ?? Number.NaN)} ${external.vsPowertools ? ci(external.vsPowertools.interval) : ''}`,
-      anchor: anchor('first'),
-      met: external.cost.requests.max === 2 && external.p50 <= powertoolsFirst.p50,
-      withinNoise: external.cost.requests.max === 2 && (external.vsPowertools?.interval.low ?? 2) <= 1,
+        `${fmtRequests(ours.cost)} requests, ${ms(ours.p50)}, ${x(ours.ratio)}; ` +
+        `vs Powertools ${x(ours.vsPowertools?.ratio ?? Number.NaN)} ${ours.vsPowertools ? ci(ours.vsPowertools.interval) : ''}`,
+      anchor: `${peer === 'powertools' ? 'Powertools' : VARIANT_LABELS[peer]}: ${fmtRequests(powertools.cost)} requests, ${ms(powertools.p50)}, ${x(powertools.ratio)}`,
+      met: ours.cost.requests.max === 2 && ours.p50 <= powertools.p50,
+      withinNoise: ours.cost.requests.max === 2 && (ours.vsPowertools?.interval.low ?? 2) <= 1,
     });
   }
   const outside = row('ours-external', 'first_outside');
@@ -147,15 +159,18 @@ export function checkTargets(
       met: measured.cost.requests.max === 0 && measured.effectRuns === 0,
     });
   }
-  const powertoolsStorm = storms.find((storm) => storm.variant === 'powertools');
-  for (const variant of ['ours-external', 'ours-local'] as const) {
+  for (const variant of ['ours-external', 'ours-local', 'ours-recoverable'] as const) {
     const storm = storms.find((s) => s.variant === variant);
-    if (!storm || !powertoolsStorm) continue;
+    const peer = POWERTOOLS_PEER[variant];
+    const powertoolsStorm = storms.find((s) => s.variant === peer);
+    if (!storm || !powertoolsStorm || !peer) continue;
     checks.push({
-      target: `storm (${variant})`,
+      target: `storm (${variant}${variant === 'ours-recoverable' ? ', same table as Powertools' : ''})`,
       goal: 'effects = 100; wall time no worse than Powertools',
-      measured: `effects ${storm.rows.join('/')}, ${ms(storm.medianWallMs)} (median of ${storm.rows.length})`,
-      anchor: `Powertools: effects ${powertoolsStorm.rows.join('/')}, ${ms(powertoolsStorm.medianWallMs)}`,
+      measured:
+        `effects ${storm.rows.join('/')}, ${ms(storm.medianWallMs)} (median of ${storm.rows.length}), ` +
+        `${x(storm.medianWallMs / powertoolsStorm.medianWallMs)}`,
+      anchor: `${peer === 'powertools' ? 'Powertools' : VARIANT_LABELS[peer]}: effects ${powertoolsStorm.rows.join('/')}, ${ms(powertoolsStorm.medianWallMs)}`,
       met: storm.allCorrect && storm.medianWallMs <= powertoolsStorm.medianWallMs,
     });
   }
@@ -200,6 +215,7 @@ export function checkTargets(
         burst.chargeToSettledMs.p99 < MAX_SETTLEMENT_P99_MS && earlyEvent.chargeToSettledMs.p99 < MAX_SETTLEMENT_P99_MS,
     });
   }
+  if (stores) checks.push(...checkStoreTargets(stores));
   return checks;
 }
 
@@ -208,6 +224,7 @@ export function checkCorrectness(
   storms: readonly StormSummary[],
   http: HttpResult | undefined,
   settlement?: SettlementResult,
+  stores?: StoresResult,
 ): CorrectnessCheck[] {
   const checks: CorrectnessCheck[] = [];
   for (const r of rows) {
@@ -250,11 +267,92 @@ export function checkCorrectness(
       });
     }
   }
+  if (stores) {
+    for (const r of stores.rows) {
+      const surprises = Object.entries(r.unexpected);
+      checks.push({
+        check: `${r.variant} ${r.path}: every call answered as expected${r.path === 'first' ? '' : ', effect never ran'}`,
+        passed: surprises.length === 0 && r.effectRuns === 0,
+        detail:
+          surprises.length === 0 && r.effectRuns === 0
+            ? 'ok'
+            : `unexpected ${JSON.stringify(r.unexpected)}, effect ran ${r.effectRuns}x`,
+      });
+    }
+    for (const storm of stores.storms) {
+      checks.push({
+        check: `${storm.variant} storm (${storm.kind === 'outside' ? `${storm.outsideCallMs} ms outside call` : 'local effect'}): one effect per key`,
+        passed: storm.correct,
+        detail:
+          `rows ${storm.rows.join('/')}, processor calls ${storm.effectCalls.join('/')}` +
+          (storm.errors.length ? `; errors: ${storm.errors.join(' | ')}` : ''),
+      });
+    }
+  }
   if (settlement) {
     checks.push({
       check: `settlement burst: all ${settlement.burst.payments} payments settled, one receipt each`,
       passed: settlement.burst.allSettledOnce,
       detail: settlement.burst.allSettledOnce ? 'ok' : 'a payment has no receipt, or more than one',
+    });
+  }
+  return checks;
+}
+
+/**
+ * Issue 15 §5: the PostgreSQL store's local-effect first request and its replay in one round trip each; with a 200 ms
+ * outside call, claim + commit holds no connection across the call and its storm ends before the held
+ * transaction's.
+ */
+export function checkStoreTargets(stores: StoresResult): TargetCheck[] {
+  const row = (variant: StoreVariantName, path: StorePath) =>
+    stores.rows.find((r) => r.variant === variant && r.path === path);
+  const storm = (variant: StoreVariantName, kind: 'local' | 'outside') =>
+    stores.storms.find((s) => s.variant === variant && s.kind === kind);
+  const trips = (r: StoreRow) =>
+    r.roundTrips.min === r.roundTrips.max ? String(r.roundTrips.max) : `${r.roundTrips.min}-${r.roundTrips.max}`;
+  const checks: TargetCheck[] = [];
+  const first = row('pg-local', 'first');
+  const documentFirst = row('document-local', 'first');
+  if (first && documentFirst) {
+    checks.push({
+      target: 'PostgreSQL: first request, local effect (claimAndCommit)',
+      goal: '1 round trip',
+      measured: `${trips(first)} round trip, ${ms(first.latencyMs.p50)}, ${x(first.latencyMs.p50 / documentFirst.latencyMs.p50)} the held transaction's p50`,
+      anchor: `held transaction: ${trips(documentFirst)} round trips, ${ms(documentFirst.latencyMs.p50)}`,
+      met: first.roundTrips.max === 1,
+    });
+  }
+  for (const variant of ['pg-local', 'pg-external'] as const) {
+    const replay = row(variant, 'replay');
+    const documentReplay = row(variant === 'pg-local' ? 'document-local' : 'document-external', 'replay');
+    if (!replay || !documentReplay) continue;
+    checks.push({
+      target: `PostgreSQL: replay (${variant === 'pg-local' ? 'claimAndCommit' : 'claim'})`,
+      goal: '1 round trip, effect not run',
+      measured: `${trips(replay)} round trip, ${ms(replay.latencyMs.p50)}, ${x(replay.latencyMs.p50 / documentReplay.latencyMs.p50)} the held transaction's p50`,
+      anchor: `held transaction: ${trips(documentReplay)} round trips, ${ms(documentReplay.latencyMs.p50)}`,
+      met: replay.roundTrips.max === 1 && replay.effectRuns === 0,
+    });
+  }
+  const ours = storm('pg-external', 'outside');
+  const held = storm('document-external', 'outside');
+  if (ours && held) {
+    const peaks = (s: StoreStorm) =>
+      `${(s.meanHeld ?? []).map((mean) => mean.toFixed(1)).join('/')} held on average, ${(s.peakHeld ?? []).join('/')} at peak`;
+    checks.push({
+      target: `PostgreSQL, ${ours.outsideCallMs} ms outside call: connections across the call`,
+      goal: 'claim + commit holds none',
+      measured: `${ours.heldAcrossCall ?? 'n/a'} held by a call across its outside call (most seen); ${peaks(ours)}`,
+      anchor: `held transaction: ${held.heldAcrossCall ?? 'n/a'}; ${peaks(held)}`,
+      met: ours.heldAcrossCall === 0 && (row('pg-external', 'first')?.heldAcrossCall ?? 0) === 0,
+    });
+    checks.push({
+      target: `PostgreSQL storm, ${ours.outsideCallMs} ms outside call (claim + commit)`,
+      goal: "effects = 100; wall time below the held transaction's",
+      measured: `effects ${ours.rows.join('/')}, ${ms(ours.medianWallMs)} (median of ${ours.rows.length}), ${x(ours.medianWallMs / held.medianWallMs)}`,
+      anchor: `held transaction: effects ${held.rows.join('/')}, ${ms(held.medianWallMs)}`,
+      met: ours.correct && ours.medianWallMs < held.medianWallMs,
     });
   }
   return checks;

@@ -8,17 +8,25 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand, type PutCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
+import { KEY_ATTRIBUTE } from '../lib/dynamodb/layout';
 import { DynamoDbStore } from '../lib/dynamodb/store';
 import { fingerprint } from '../lib/engine/fingerprint';
 import { scopedKey } from '../lib/engine/key';
 import { ReplayCache } from '../lib/engine/replay-cache';
 import { PaymentsStore } from '../lib/payments/store';
-import { idempotencyTable, paymentsTable } from '../lib/tables/definitions';
+import { idempotencyTable, paymentsTable, type TableDefinition } from '../lib/tables/definitions';
 import { ensureTable } from '../lib/tables/ensure';
 import { ExternalEffect, freshDownstreamKey, OPERATION, type PaymentEvent, settlePayment } from './payment-flow';
 import { meterRequests, type RequestMeter } from './request-meter';
 
-export const VARIANT_NAMES = ['baseline', 'powertools', 'ours-external', 'ours-local'] as const;
+export const VARIANT_NAMES = [
+  'baseline',
+  'powertools',
+  'ours-external',
+  'ours-local',
+  'powertools-indexed',
+  'ours-recoverable',
+] as const;
 export type VariantName = (typeof VARIANT_NAMES)[number];
 
 export const VARIANT_LABELS: Record<VariantName, string> = {
@@ -26,7 +34,29 @@ export const VARIANT_LABELS: Record<VariantName, string> = {
   powertools: 'Powertools 2.35 makeIdempotent',
   'ours-external': 'ours: claim + effect + commit',
   'ours-local': 'ours: claimAndCommit',
+  'powertools-indexed': 'Powertools, on the table with the recovery index',
+  'ours-recoverable': 'ours: recoverable claim + effect + commit, same table',
 };
+
+/**
+ * Like with like: each of our variants is compared with the Powertools variant that writes to the same kind of table.
+ * DynamoDB Local maintains every global secondary index inside every write to its table, even for an item outside a
+ * sparse index (DynamoDB writes an item to a sparse index only when it has the index's keys), so a table that carries
+ * the recovery index makes every write dearer there, whoever writes it.
+ *
+ * - Not recoverable (the bench's first variants, and any team that doesn't use recovery): ours on a table without the
+ *   recovery index (nothing they write would enter it), against Powertools on its own table, which has no index.
+ * - Recoverable (what the payments service claims): ours on the table as deployed, index and all, against Powertools
+ *   on that very table (its records keyed by `pk` beside ours, outside the sparse index).
+ */
+export const POWERTOOLS_PEER: Readonly<Partial<Record<VariantName, VariantName>>> = {
+  'ours-external': 'powertools',
+  'ours-local': 'powertools',
+  'ours-recoverable': 'powertools-indexed',
+};
+
+/** The idempotency table the recoverable pair shares: as deployed, with the recovery index. */
+const INDEXED_TABLE = 'bench-indexed-idempotency';
 
 /**
  * What a call does besides idempotency: the charge and the payment row (the reference service's work), or the charge
@@ -54,6 +84,8 @@ export interface Variant {
   readonly paymentsTable: string;
   /** The variant's idempotency table (none for the baseline). */
   readonly idempotencyTable: string | undefined;
+  /** Whether that table carries the recovery index (as deployed). */
+  readonly recoveryIndex: boolean;
   /** The first few errors behind `error` outcomes, for the report. */
   readonly errors: readonly string[];
   /**
@@ -83,21 +115,46 @@ export interface VariantEnvironment {
   readonly endpoint: string;
 }
 
-/** Creates the four variants, each with its own metered client and its own tables in the same DynamoDB Local. */
-export async function createVariants(environment: VariantEnvironment): Promise<Variant[]> {
-  return Promise.all(VARIANT_NAMES.map((name) => createVariant(name, environment)));
+/**
+ * Creates the variants, each with its own metered client and payments table in the same DynamoDB Local, and its own
+ * idempotency table, except the recoverable pair, which share one (see {@link POWERTOOLS_PEER}).
+ */
+export async function createVariants(
+  environment: VariantEnvironment,
+  names: readonly VariantName[] = VARIANT_NAMES,
+): Promise<Variant[]> {
+  if (names.includes('powertools-indexed') || names.includes('ours-recoverable')) {
+    const client = dynamoDbClient(environment.endpoint);
+    try {
+      await ensureTable(client, idempotencyTable, INDEXED_TABLE);
+    } finally {
+      client.destroy();
+    }
+  }
+  return Promise.all(names.map((name) => createVariant(name, environment)));
 }
 
-async function createVariant(name: VariantName, { endpoint }: VariantEnvironment): Promise<Variant> {
-  const client = new DynamoDBClient({
+/** The engine's table without its recovery index: what a team that never claims as recoverable could deploy. */
+const unindexedTable: TableDefinition = { ...idempotencyTable, indexes: [] };
+
+function dynamoDbClient(endpoint: string): DynamoDBClient {
+  return new DynamoDBClient({
     endpoint,
     region: 'local',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
+}
+
+async function createVariant(name: VariantName, { endpoint }: VariantEnvironment): Promise<Variant> {
+  const client = dynamoDbClient(endpoint);
   const meter = meterRequests(client);
   meter.pause();
   const documentClient = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
-  const tables = { payments: `bench-${name}-payments`, idempotency: `bench-${name}-idempotency` };
+  const indexed = name === 'powertools-indexed' || name === 'ours-recoverable';
+  const tables = {
+    payments: `bench-${name}-payments`,
+    idempotency: indexed ? INDEXED_TABLE : `bench-${name}-idempotency`,
+  };
   await ensureTable(client, paymentsTable, tables.payments);
   const payments = new PaymentsStore(documentClient, tables.payments);
   const effect = new ExternalEffect();
@@ -106,12 +163,7 @@ async function createVariant(name: VariantName, { endpoint }: VariantEnvironment
     if (errors.length < 5) errors.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
   };
   const parts = { client, documentClient, payments, effect, tables, noteError };
-  const behaviour =
-    name === 'baseline'
-      ? baseline(parts)
-      : name === 'powertools'
-        ? await powertools(parts)
-        : await ours(parts, name === 'ours-local' ? 'local' : 'external');
+  const behaviour = await behaviourOf(name, parts);
   return {
     name,
     label: VARIANT_LABELS[name],
@@ -122,6 +174,7 @@ async function createVariant(name: VariantName, { endpoint }: VariantEnvironment
     documentClient,
     paymentsTable: tables.payments,
     idempotencyTable: name === 'baseline' ? undefined : tables.idempotency,
+    recoveryIndex: indexed,
     errors,
     ...behaviour,
     close: () => client.destroy(),
@@ -138,6 +191,23 @@ interface Parts {
 }
 
 type Behaviour = Pick<Variant, 'call' | 'holdInFlight'>;
+
+async function behaviourOf(name: VariantName, parts: Parts): Promise<Behaviour> {
+  switch (name) {
+    case 'baseline':
+      return baseline(parts);
+    case 'powertools':
+      return powertools(parts, { ownTable: true });
+    case 'powertools-indexed':
+      return powertools(parts, { ownTable: false });
+    case 'ours-external':
+      return ours(parts, { mode: 'external', recoverable: false });
+    case 'ours-local':
+      return ours(parts, { mode: 'local', recoverable: false });
+    case 'ours-recoverable':
+      return ours(parts, { mode: 'external', recoverable: true });
+  }
+}
 
 const keyOf = (event: PaymentEvent) => event.headers['Idempotency-Key'] as string;
 const accountOf = (event: PaymentEvent) => event.requestContext.authorizer.accountId;
@@ -165,12 +235,21 @@ function baseline({ documentClient, payments, effect, noteError }: Parts): Behav
 
 /**
  * The same handler under Powertools' `makeIdempotent`, configured as its docs recommend for an API: key from the
- * account and the Idempotency-Key header, payload validation on the parsed body, 24 hours expiry, its own table
- * (partition key `id`) and our metered client.
+ * account and the Idempotency-Key header, payload validation on the parsed body, 24 hours expiry, and our metered
+ * client. On its own table (partition key `id`, its default), or on our table as deployed, keyed by our partition key
+ * (`keyAttr: 'pk'`), for the comparison on the same table.
  */
-async function powertools({ client, documentClient, payments, effect, tables, noteError }: Parts): Promise<Behaviour> {
-  await createPowertoolsTable(client, tables.idempotency);
-  const persistenceStore = new DynamoDBPersistenceLayer({ tableName: tables.idempotency, awsSdkV3Client: client });
+async function powertools(
+  { client, documentClient, payments, effect, tables, noteError }: Parts,
+  { ownTable }: { ownTable: boolean },
+): Promise<Behaviour> {
+  if (ownTable) await createPowertoolsTable(client, tables.idempotency);
+  const layerOptions = {
+    tableName: tables.idempotency,
+    awsSdkV3Client: client,
+    ...(ownTable ? {} : { keyAttr: KEY_ATTRIBUTE }),
+  };
+  const persistenceStore = new DynamoDBPersistenceLayer(layerOptions);
   const config = new IdempotencyConfig({
     eventKeyJmesPath: '[requestContext.authorizer.accountId, headers."Idempotency-Key"]',
     payloadValidationJmesPath: 'powertools_json(body)',
@@ -180,7 +259,7 @@ async function powertools({ client, documentClient, payments, effect, tables, no
   // Which events actually ran the handler: a completed call whose event is not here was a replay.
   const ran = new WeakSet<PaymentEvent>();
   // The local cache lives in the persistence layer, which takes one configuration: a second layer for it.
-  const cachedStore = new DynamoDBPersistenceLayer({ tableName: tables.idempotency, awsSdkV3Client: client });
+  const cachedStore = new DynamoDBPersistenceLayer(layerOptions);
   const cachedConfig = new IdempotencyConfig({
     eventKeyJmesPath: '[requestContext.authorizer.accountId, headers."Idempotency-Key"]',
     payloadValidationJmesPath: 'powertools_json(body)',
@@ -232,13 +311,14 @@ async function powertools({ client, documentClient, payments, effect, tables, no
  * Ours, as the HTTP adapter drives it. External effect: claim (one conditional put), the effect under the lease's
  * downstream key, then commit the payment row with the record in one transaction (or, with the charge alone, commit
  * the record by itself: one conditional update). Local effect: `claimAndCommit`, claim, row and completion in one
- * transaction.
+ * transaction. Recoverable, as the payments service claims: the claim puts the record into the recovery index and
+ * the commit takes it out, so it writes to a table that has the index; otherwise to one without it.
  */
 async function ours(
   { client, documentClient, payments, effect, tables, noteError }: Parts,
-  mode: 'external' | 'local',
+  { mode, recoverable }: { mode: 'external' | 'local'; recoverable: boolean },
 ): Promise<Behaviour> {
-  await ensureTable(client, idempotencyTable, tables.idempotency);
+  if (!recoverable) await ensureTable(client, unindexedTable, tables.idempotency);
   const dynamodb = new DynamoDbStore({
     client: documentClient,
     tableName: tables.idempotency,
@@ -259,7 +339,7 @@ async function ours(
   ): Promise<CallOutcome> => {
     const store = options.cached ? cached : dynamodb;
     const { key, print } = identify(event);
-    const outcome = await store.claim(key, print).catch((error: unknown) => {
+    const outcome = await store.claim(key, print, { recoverable }).catch((error: unknown) => {
       noteError(error);
       return { kind: 'error' } as const;
     });
@@ -317,7 +397,7 @@ async function ours(
 }
 
 /** Starts a call whose effect waits: its claim is written, its completion is not. */
-async function holdThroughEffect(
+export async function holdThroughEffect(
   effect: ExternalEffect,
   event: PaymentEvent,
   call: (event: PaymentEvent) => Promise<CallOutcome>,
