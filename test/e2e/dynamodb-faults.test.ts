@@ -35,6 +35,8 @@ jest.setTimeout(60_000);
 const LEASE_MS = 5000;
 const FUNCTION_TIMEOUT_MS = 4000;
 const PROCESSOR_TIMEOUT_MS = 1000;
+/** How long a late owner that is still alive gets to send its release once its claim reply has come back. */
+const LATE_OWNER_GRACE_MS = 2000;
 const TTL_SECONDS = 120;
 
 /** The DynamoDB client's default attempts in this SDK: 4, DynamoDB's own default rather than the SDK-wide 3. */
@@ -195,17 +197,22 @@ describe('DynamoDB faults in the claim and the commit (cases run side by side)',
     await expectExactlyOnce(op, answers);
   });
 
-  it.concurrent('refuses the release of an owner whose claim reply came back after its lease was taken over', async () => {
+  it.concurrent('lets an owner whose claim reply came back after its lease was taken over change nothing', async () => {
     const op = newOperation();
     // Long enough for the client to see the gateway give up, wait out the lease, take over and commit.
     const late = arm(steps.claim(op.recordKey), { mode: 'delay-reply', ms: LEASE_MS + 4000 }, 1);
     const answers = await payLikeAClient(op);
     expect(statusLine(answers)).toMatch(/^504( 409)+ 201$/);
     expect(late.fired()).toBe(1);
-    // The late owner wakes up believing it holds the claim, long past its function's timeout: middy's timeout ends
-    // the handler it starts, and its release is refused, because the takeover changed the lease token.
-    const releases = await settled(steps.release(op.recordKey), 1);
-    expect(releases.map((release) => release.outcome)).toEqual([400]);
+    // The late owner wakes up believing it holds the claim, long past its function's timeout. Whether it still runs
+    // then depends on timers, as on Lambda: middy's early timeout answered 5 ms before the deadline (the environment
+    // lives on and the owner sends its release), or the runtime's kill at the deadline came first (it sends nothing).
+    // Either way nothing it does lands: a release it sends is refused, because the takeover changed the lease token.
+    // (The store's own tests refuse a stale release deterministically; this is the same rule through the stack.)
+    await settled(steps.claim(op.recordKey), 1);
+    await sleep(LATE_OWNER_GRACE_MS);
+    const releases = await settled(steps.release(op.recordKey), 0);
+    expect(releases.map((release) => release.outcome).filter((outcome) => outcome !== 400)).toEqual([]);
     expect(outcomes(steps.commit(op.recordKey))).toEqual([200]);
     await expectExactlyOnce(op, answers);
   });
