@@ -11,8 +11,6 @@ import { type Clock, type IdSource, randomIds, systemClock } from '../engine/clo
 import {
   type ClaimOptions,
   type ClaimOutcome,
-  DEFAULT_LEASE_SECONDS,
-  DEFAULT_TTL_SECONDS,
   type DueOperation,
   type FindDueOptions,
   type IdempotencyStore,
@@ -29,10 +27,15 @@ import {
   type ClaimSettings,
   claimRounds,
   expiryFrom,
+  freshClaimRecord,
   type OwnershipWrites,
+  oneShotRecord,
+  type RecordSource,
   resumeRounds,
   type Seen,
   sleep,
+  storeTimings,
+  takeoverRecord,
 } from '../engine/ownership.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
 import { fromItem, toItem } from './codec.js';
@@ -103,16 +106,11 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
   private readonly ownership: OwnershipWrites;
 
   constructor(options: DynamoDbStoreOptions) {
-    const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
-    const ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
-    if (!(leaseSeconds > 0)) throw new ConfigurationError(`leaseSeconds must be positive, got ${leaseSeconds}`);
-    if (!(ttlSeconds >= leaseSeconds)) {
-      throw new ConfigurationError(`ttlSeconds (${ttlSeconds}) must be at least leaseSeconds (${leaseSeconds})`);
-    }
+    const { leaseMs, ttlSeconds } = storeTimings(options);
     if (!options.tableName) throw new ConfigurationError('tableName is required');
     this.client = options.client;
     this.tableName = options.tableName;
-    this.leaseMs = leaseSeconds * 1000;
+    this.leaseMs = leaseMs;
     this.ttlSeconds = ttlSeconds;
     this.clock = options.clock ?? systemClock;
     this.ids = options.ids ?? randomIds;
@@ -253,20 +251,13 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
       const attempt = (previous?.attempt ?? 0) + 1;
       const { response, effects } = await build({ downstreamKey, attempt, now });
       this.assertStorable(response);
-      const leaseToken = this.ids.leaseToken();
-      const record: IdempotencyRecord = {
+      const record = oneShotRecord(
         key,
-        status: RecordStatus.Completed,
         fingerprint,
-        leaseToken,
-        leaseExpiresAt: now,
-        // A full TTL from now, like every commit: a completed operation replays for its whole TTL.
-        expiresAt: this.expiryFrom(now),
-        downstreamKey,
-        attempt,
-        createdAt: previous?.createdAt ?? now,
+        { previous, downstreamKey, number: attempt },
         response,
-      };
+        this.recordSource(now),
+      );
       const put: EffectItem = {
         Put: {
           TableName: this.tableName,
@@ -276,7 +267,7 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
         },
       };
       try {
-        await this.transact(key, [...effects, put], leaseToken);
+        await this.transact(key, [...effects, put], record.leaseToken);
         return { kind: 'committed', response, downstreamKey };
       } catch (error) {
         if (!(error instanceof LeaseLostError)) throw error;
@@ -328,26 +319,14 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
     return expiryFrom(nowMs, this.ttlSeconds);
   }
 
+  private recordSource(now: number): RecordSource {
+    return { now, ids: this.ids, ttlSeconds: this.ttlSeconds };
+  }
+
   /** Claim a key nobody holds: succeeds only if the record is absent or expired. */
   private async putFresh(key: string, fingerprint: string, claim: ClaimSettings): Promise<Seen> {
     const now = this.clock.now();
-    const leaseExpiresAt = now + claim.leaseMs;
-    const record: IdempotencyRecord = {
-      key,
-      status: RecordStatus.InProgress,
-      fingerprint,
-      leaseToken: this.ids.leaseToken(),
-      leaseExpiresAt,
-      downstreamKey: this.ids.downstreamKey(),
-      attempt: 1,
-      createdAt: now,
-      ...(claim.recoverable
-        ? // Due for recovery when the lease runs out (by then a live owner has either finished or died), and with no
-          // expiry until it is finished.
-          { recoverAt: leaseExpiresAt }
-        : // Never before the lease ends, or an expiry mid-lease would reopen the key under its owner.
-          { expiresAt: Math.max(this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
-    };
+    const record = freshClaimRecord(key, fingerprint, claim, this.recordSource(now));
     try {
       await this.client.send(
         new PutCommand({
@@ -369,22 +348,7 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
    * effect the dead owner may have made elsewhere is found again under the same key, not repeated.
    */
   private async takeOver(previous: IdempotencyRecord, now: number, claim: ClaimSettings): Promise<Seen> {
-    const leaseExpiresAt = now + claim.leaseMs;
-    // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back), and
-    // has no expiry until it is finished.
-    const tracked = claim.recoverable || previous.recoverAt !== undefined;
-    const { expiresAt: previousExpiry, recoverAt: _movedBelow, ...kept } = previous;
-    const record: IdempotencyRecord = {
-      ...kept,
-      status: RecordStatus.InProgress,
-      leaseToken: this.ids.leaseToken(),
-      leaseExpiresAt,
-      attempt: previous.attempt + 1,
-      ...(tracked
-        ? { recoverAt: leaseExpiresAt }
-        : // Alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
-          { expiresAt: Math.max(previousExpiry ?? this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
-    };
+    const record = takeoverRecord(previous, claim, this.recordSource(now));
     try {
       await this.client.send(new UpdateCommand(takeOverUpdate(this.tableName, previous, record)));
       return { kind: 'acquired', lease: leaseOf(record, true) };

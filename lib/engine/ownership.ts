@@ -1,14 +1,16 @@
-import type { Clock } from './clock.js';
+import type { Clock, IdSource } from './clock.js';
 import {
   type ClaimOptions,
   type ClaimOutcome,
+  DEFAULT_LEASE_SECONDS,
+  DEFAULT_TTL_SECONDS,
   MAX_CLAIM_ROUNDS,
   type ResumeOptions,
   type ResumeOutcome,
 } from './contract.js';
 import { decide, isExpired } from './decide.js';
-import { ContendedError, ResponseTooLargeError } from './errors.js';
-import type { IdempotencyRecord, Lease, StoredResponse } from './record.js';
+import { ConfigurationError, ContendedError, ResponseTooLargeError } from './errors.js';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
 
 /**
  * How a record changes owner, the same on every store: the rounds of a claim and of recovery's resume, driven by the
@@ -120,6 +122,106 @@ export async function resumeRounds(
     }
   }
   throw new ContendedError(key);
+}
+
+/** A store's lease and TTL, from its options: the lease positive, the TTL at least the lease. */
+export function storeTimings(options: { readonly leaseSeconds?: number; readonly ttlSeconds?: number }): {
+  readonly leaseMs: number;
+  readonly ttlSeconds: number;
+} {
+  const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
+  const ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
+  if (!(leaseSeconds > 0)) throw new ConfigurationError(`leaseSeconds must be positive, got ${leaseSeconds}`);
+  if (!(ttlSeconds >= leaseSeconds)) {
+    throw new ConfigurationError(`ttlSeconds (${ttlSeconds}) must be at least leaseSeconds (${leaseSeconds})`);
+  }
+  return { leaseMs: leaseSeconds * 1000, ttlSeconds };
+}
+
+/** What a store writes its records with: its clock's now, its ids and its TTL. */
+export interface RecordSource {
+  readonly now: number;
+  readonly ids: IdSource;
+  readonly ttlSeconds: number;
+}
+
+/** The record a fresh claim writes: in progress under a new lease token and downstream key, attempt 1. */
+export function freshClaimRecord(
+  key: string,
+  fingerprint: string,
+  claim: ClaimSettings,
+  { now, ids, ttlSeconds }: RecordSource,
+): IdempotencyRecord {
+  const leaseExpiresAt = now + claim.leaseMs;
+  return {
+    key,
+    status: RecordStatus.InProgress,
+    fingerprint,
+    leaseToken: ids.leaseToken(),
+    leaseExpiresAt,
+    downstreamKey: ids.downstreamKey(),
+    attempt: 1,
+    createdAt: now,
+    ...(claim.recoverable
+      ? // Due for recovery when the lease runs out (by then a live owner has either finished or died), and with no
+        // expiry until it is finished.
+        { recoverAt: leaseExpiresAt }
+      : // Never before the lease ends, or an expiry mid-lease would reopen the key under its owner.
+        { expiresAt: Math.max(expiryFrom(now, ttlSeconds), Math.ceil(leaseExpiresAt / 1000)) }),
+  };
+}
+
+/**
+ * The record a takeover writes over `previous`: in progress under a new lease token, the same fingerprint and
+ * downstream key, the next attempt.
+ */
+export function takeoverRecord(
+  previous: IdempotencyRecord,
+  claim: ClaimSettings,
+  { now, ids, ttlSeconds }: RecordSource,
+): IdempotencyRecord {
+  const leaseExpiresAt = now + claim.leaseMs;
+  // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back), and
+  // has no expiry until it is finished.
+  const tracked = claim.recoverable || previous.recoverAt !== undefined;
+  const { expiresAt: previousExpiry, recoverAt: _movedBelow, ...kept } = previous;
+  return {
+    ...kept,
+    status: RecordStatus.InProgress,
+    leaseToken: ids.leaseToken(),
+    leaseExpiresAt,
+    attempt: previous.attempt + 1,
+    ...(tracked
+      ? { recoverAt: leaseExpiresAt }
+      : // Alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
+        { expiresAt: Math.max(previousExpiry ?? expiryFrom(now, ttlSeconds), Math.ceil(leaseExpiresAt / 1000)) }),
+  };
+}
+
+/**
+ * The record `claimAndCommit` writes: completed at once, with the response, under the downstream key and attempt its
+ * effects were built with (a takeover's keeps the previous attempt's downstream key and creation time).
+ */
+export function oneShotRecord(
+  key: string,
+  fingerprint: string,
+  attempt: { readonly previous?: IdempotencyRecord; readonly downstreamKey: string; readonly number: number },
+  response: StoredResponse,
+  { now, ids, ttlSeconds }: RecordSource,
+): IdempotencyRecord {
+  return {
+    key,
+    status: RecordStatus.Completed,
+    fingerprint,
+    leaseToken: ids.leaseToken(),
+    leaseExpiresAt: now,
+    // A full TTL from now, like every commit: a completed operation replays for its whole TTL.
+    expiresAt: expiryFrom(now, ttlSeconds),
+    downstreamKey: attempt.downstreamKey,
+    attempt: attempt.number,
+    createdAt: attempt.previous?.createdAt ?? now,
+    response,
+  };
 }
 
 /** A claim's lease: the store's, or longer when the caller asks (a function with more time left than that). */

@@ -3,8 +3,6 @@ import { type Clock, type IdSource, randomIds, systemClock } from '../engine/clo
 import {
   type ClaimOptions,
   type ClaimOutcome,
-  DEFAULT_LEASE_SECONDS,
-  DEFAULT_TTL_SECONDS,
   type DueOperation,
   type FindDueOptions,
   type IdempotencyStore,
@@ -28,9 +26,14 @@ import {
   type ClaimSettings,
   claimRounds,
   expiryFrom,
+  freshClaimRecord,
   type OwnershipWrites,
+  oneShotRecord,
+  type RecordSource,
   resumeRounds,
   type Seen,
+  storeTimings,
+  takeoverRecord,
 } from '../engine/ownership.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
 import { fromDetail, fromJson, type RecordJson } from './codec.js';
@@ -138,12 +141,7 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
   private readonly lockTimeoutMs: number;
 
   constructor(options: PostgresStoreOptions) {
-    const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
-    const ttlSeconds = options.ttlSeconds ?? DEFAULT_TTL_SECONDS;
-    if (!(leaseSeconds > 0)) throw new ConfigurationError(`leaseSeconds must be positive, got ${leaseSeconds}`);
-    if (!(ttlSeconds >= leaseSeconds)) {
-      throw new ConfigurationError(`ttlSeconds (${ttlSeconds}) must be at least leaseSeconds (${leaseSeconds})`);
-    }
+    const { leaseMs, ttlSeconds } = storeTimings(options);
     const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
     if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 1) {
       throw new ConfigurationError(`lockTimeoutMs must be a positive whole number of ms, got ${lockTimeoutMs}`);
@@ -151,7 +149,7 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
     if (!options.pool) throw new ConfigurationError('pool is required');
     this.names = tableNames(options);
     this.db = new Database(options.pool, options);
-    this.leaseMs = leaseSeconds * 1000;
+    this.leaseMs = leaseMs;
     this.ttlSeconds = ttlSeconds;
     this.maxEffects = options.maxEffects ?? DEFAULT_MAX_EFFECTS;
     this.clock = options.clock ?? systemClock;
@@ -281,19 +279,13 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
       const { response, effects } = await build({ downstreamKey, attempt, now });
       this.assertStorable(response);
       if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
-      const record: IdempotencyRecord = {
+      const record = oneShotRecord(
         key,
-        status: RecordStatus.Completed,
         fingerprint,
-        leaseToken: this.ids.leaseToken(),
-        leaseExpiresAt: now,
-        // A full TTL from now, like every commit: a completed operation replays for its whole TTL.
-        expiresAt: this.expiryFrom(now),
-        downstreamKey,
-        attempt,
-        createdAt: previous?.createdAt ?? now,
+        { previous, downstreamKey, number: attempt },
         response,
-      };
+        this.recordSource(now),
+      );
       const outcome = await this.db.transaction([
         // The wait on a concurrent duplicate's transaction is bounded; the effects' own statements are not.
         { text: `SET LOCAL lock_timeout = ${this.lockTimeoutMs}` },
@@ -411,26 +403,14 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
     return expiryFrom(nowMs, this.ttlSeconds);
   }
 
+  private recordSource(now: number): RecordSource {
+    return { now, ids: this.ids, ttlSeconds: this.ttlSeconds };
+  }
+
   /** Claim a key nobody holds: succeeds only if the record is absent or expired. */
   private async putFresh(key: string, fingerprint: string, claim: ClaimSettings): Promise<Seen> {
     const now = this.clock.now();
-    const leaseExpiresAt = now + claim.leaseMs;
-    const record: IdempotencyRecord = {
-      key,
-      status: RecordStatus.InProgress,
-      fingerprint,
-      leaseToken: this.ids.leaseToken(),
-      leaseExpiresAt,
-      downstreamKey: this.ids.downstreamKey(),
-      attempt: 1,
-      createdAt: now,
-      ...(claim.recoverable
-        ? // Due for recovery when the lease runs out (by then a live owner has either finished or died), and with no
-          // expiry until it is finished.
-          { recoverAt: leaseExpiresAt }
-        : // Never before the lease ends, or an expiry mid-lease would reopen the key under its owner.
-          { expiresAt: Math.max(this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
-    };
+    const record = freshClaimRecord(key, fingerprint, claim, this.recordSource(now));
     return this.written(key, sql.claimFresh(this.names, record, now), record, false);
   }
 
@@ -439,22 +419,7 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
    * we saw, so of two concurrent takeovers exactly one wins; the fingerprint and downstream key are kept.
    */
   private async takeOver(previous: IdempotencyRecord, now: number, claim: ClaimSettings): Promise<Seen> {
-    const leaseExpiresAt = now + claim.leaseMs;
-    // A recoverable operation stays recoverable (an abandoned one becomes so again when its client comes back), and
-    // has no expiry until it is finished.
-    const tracked = claim.recoverable || previous.recoverAt !== undefined;
-    const { expiresAt: previousExpiry, recoverAt: _movedBelow, ...kept } = previous;
-    const record: IdempotencyRecord = {
-      ...kept,
-      status: RecordStatus.InProgress,
-      leaseToken: this.ids.leaseToken(),
-      leaseExpiresAt,
-      attempt: previous.attempt + 1,
-      ...(tracked
-        ? { recoverAt: leaseExpiresAt }
-        : // Alive at least as long as the new lease, or an expiry mid-lease would reopen the key.
-          { expiresAt: Math.max(previousExpiry ?? this.expiryFrom(now), Math.ceil(leaseExpiresAt / 1000)) }),
-    };
+    const record = takeoverRecord(previous, claim, this.recordSource(now));
     return this.written(previous.key, sql.takeOver(this.names, previous, record), record, true);
   }
 
