@@ -20,7 +20,7 @@ import {
   type ResumeOptions,
   type ResumeOutcome,
 } from '../engine/contract.js';
-import { decide, isExpired, isOwnCompletion, leaseOf } from '../engine/decide.js';
+import { isExpired, isOwnCompletion, leaseOf } from '../engine/decide.js';
 import { ConfigurationError, ContendedError, EffectConditionFailedError, LeaseLostError } from '../engine/errors.js';
 import {
   assertStorable,
@@ -28,8 +28,9 @@ import {
   claimRounds,
   expiryFrom,
   freshClaimRecord,
+  type OneShotStore,
   type OwnershipWrites,
-  oneShotRecord,
+  oneShotRounds,
   type RecordSource,
   resumeRounds,
   type Seen,
@@ -104,6 +105,8 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
   private readonly maxResponseBytes: number;
   /** The writes and read the engine's claim and resume rounds drive. */
   private readonly ownership: OwnershipWrites;
+  /** What the engine's rounds of claimAndCommit need of this store. */
+  private readonly oneShot: OneShotStore;
 
   constructor(options: DynamoDbStoreOptions) {
     const { leaseMs, ttlSeconds } = storeTimings(options);
@@ -120,6 +123,13 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
       leaseMs: this.leaseMs,
       putFresh: (key, fingerprint, claim) => this.putFresh(key, fingerprint, claim),
       takeOver: (previous, now, claim) => this.takeOver(previous, now, claim),
+      get: (key) => this.get(key),
+    };
+    this.oneShot = {
+      clock: this.clock,
+      ids: this.ids,
+      ttlSeconds: this.ttlSeconds,
+      maxResponseBytes: this.maxResponseBytes,
       get: (key) => this.get(key),
     };
   }
@@ -241,23 +251,7 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
     fingerprint: string,
     build: (context: OneShotContext) => Promise<{ response: StoredResponse; effects: readonly EffectItem[] }>,
   ): Promise<OneShotOutcome> {
-    let existing: IdempotencyRecord | undefined;
-    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      const now = this.clock.now();
-      const decision = existing === undefined ? ({ kind: 'fresh' } as const) : decide(existing, fingerprint, now);
-      if (decision.kind !== 'fresh' && decision.kind !== 'takeover') return decision;
-      const previous = decision.kind === 'takeover' ? decision.record : undefined;
-      const downstreamKey = previous?.downstreamKey ?? this.ids.downstreamKey();
-      const attempt = (previous?.attempt ?? 0) + 1;
-      const { response, effects } = await build({ downstreamKey, attempt, now });
-      this.assertStorable(response);
-      const record = oneShotRecord(
-        key,
-        fingerprint,
-        { previous, downstreamKey, number: attempt },
-        response,
-        this.recordSource(now),
-      );
+    return oneShotRounds(this.oneShot, key, fingerprint, build, async ({ record, previous, effects, now }) => {
       const put: EffectItem = {
         Put: {
           TableName: this.tableName,
@@ -268,13 +262,12 @@ export class DynamoDbStore implements IdempotencyStore<EffectItem> {
       };
       try {
         await this.transact(key, [...effects, put], record.leaseToken);
-        return { kind: 'committed', response, downstreamKey };
+        return { kind: 'committed' };
       } catch (error) {
         if (!(error instanceof LeaseLostError)) throw error;
-        existing = error.record ?? (await this.get(key));
+        return { kind: 'met', record: error.record };
       }
-    }
-    throw new ContendedError(key);
+    });
   }
 
   /**

@@ -5,6 +5,8 @@ import {
   DEFAULT_LEASE_SECONDS,
   DEFAULT_TTL_SECONDS,
   MAX_CLAIM_ROUNDS,
+  type OneShotContext,
+  type OneShotOutcome,
   type ResumeOptions,
   type ResumeOutcome,
 } from './contract.js';
@@ -120,6 +122,65 @@ export async function resumeRounds(
         record = seen.record && !isExpired(seen.record, store.clock.now()) ? seen.record : undefined;
       }
     }
+  }
+  throw new ContendedError(key);
+}
+
+/** What a store gives the rounds of `claimAndCommit`: how it makes records, its limit on a response, and its read. */
+export interface OneShotStore {
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly ttlSeconds: number;
+  readonly maxResponseBytes: number;
+  /** The live record under `key`, read strongly consistently. */
+  get(key: string): Promise<IdempotencyRecord | undefined>;
+}
+
+/**
+ * One try of `claimAndCommit`, in the store's own terms: write `record` (completed) and the effects in one
+ * transaction, conditioned on the key being free (no `previous`) or on `previous` being exactly as seen. Answers
+ * `committed` (its own earlier write included, when a reply was lost and it was sent again), or the record that
+ * stopped it (undefined: read it).
+ */
+export type OneShotWrite<TEffect> = (attempt: {
+  readonly record: IdempotencyRecord;
+  readonly previous: IdempotencyRecord | undefined;
+  readonly effects: readonly TEffect[];
+  readonly now: number;
+}) => Promise<
+  { readonly kind: 'committed' } | { readonly kind: 'met'; readonly record: IdempotencyRecord | undefined }
+>;
+
+/**
+ * The rounds of `claimAndCommit`, the same on every store: decide on the record the last write met, build the
+ * response and effects under the attempt's downstream key (a takeover keeps the previous attempt's), write them with
+ * the completed record in one transaction, and go again while the record keeps changing under us.
+ */
+export async function oneShotRounds<TEffect>(
+  store: OneShotStore,
+  key: string,
+  fingerprint: string,
+  build: (context: OneShotContext) => Promise<{ response: StoredResponse; effects: readonly TEffect[] }>,
+  write: OneShotWrite<TEffect>,
+): Promise<OneShotOutcome> {
+  let existing: IdempotencyRecord | undefined;
+  for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+    const now = store.clock.now();
+    const decision = existing === undefined ? ({ kind: 'fresh' } as const) : decide(existing, fingerprint, now);
+    if (decision.kind !== 'fresh' && decision.kind !== 'takeover') return decision;
+    const previous = decision.kind === 'takeover' ? decision.record : undefined;
+    const downstreamKey = previous?.downstreamKey ?? store.ids.downstreamKey();
+    const attempt = (previous?.attempt ?? 0) + 1;
+    const { response, effects } = await build({ downstreamKey, attempt, now });
+    assertStorable(response, store.maxResponseBytes);
+    const record = oneShotRecord(key, fingerprint, { previous, downstreamKey, number: attempt }, response, {
+      now,
+      ids: store.ids,
+      ttlSeconds: store.ttlSeconds,
+    });
+    const written = await write({ record, previous, effects, now });
+    if (written.kind === 'committed') return { kind: 'committed', response, downstreamKey };
+    existing = written.record ?? (await store.get(key));
   }
   throw new ContendedError(key);
 }

@@ -1,18 +1,17 @@
 import type { Pool } from 'pg';
 import { type Clock, type IdSource, randomIds, systemClock } from '../engine/clock.js';
-import {
-  type ClaimOptions,
-  type ClaimOutcome,
-  type DueOperation,
-  type FindDueOptions,
-  type IdempotencyStore,
-  MAX_CLAIM_ROUNDS,
-  type OneShotContext,
-  type OneShotOutcome,
-  type ResumeOptions,
-  type ResumeOutcome,
+import type {
+  ClaimOptions,
+  ClaimOutcome,
+  DueOperation,
+  FindDueOptions,
+  IdempotencyStore,
+  OneShotContext,
+  OneShotOutcome,
+  ResumeOptions,
+  ResumeOutcome,
 } from '../engine/contract.js';
-import { decide, isExpired, isOwnCompletion, leaseOf } from '../engine/decide.js';
+import { isExpired, isOwnCompletion, leaseOf } from '../engine/decide.js';
 import {
   ConfigurationError,
   ContendedError,
@@ -27,8 +26,9 @@ import {
   claimRounds,
   expiryFrom,
   freshClaimRecord,
+  type OneShotStore,
   type OwnershipWrites,
-  oneShotRecord,
+  oneShotRounds,
   type RecordSource,
   resumeRounds,
   type Seen,
@@ -138,6 +138,8 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
   private readonly maxResponseBytes: number;
   /** The writes and read the engine's claim and resume rounds drive. */
   private readonly ownership: OwnershipWrites;
+  /** What the engine's rounds of claimAndCommit need of this store. */
+  private readonly oneShot: OneShotStore;
   private readonly lockTimeoutMs: number;
 
   constructor(options: PostgresStoreOptions) {
@@ -160,6 +162,13 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
       leaseMs: this.leaseMs,
       putFresh: (key, fingerprint, claim) => this.putFresh(key, fingerprint, claim),
       takeOver: (previous, now, claim) => this.takeOver(previous, now, claim),
+      get: (key) => this.get(key),
+    };
+    this.oneShot = {
+      clock: this.clock,
+      ids: this.ids,
+      ttlSeconds: this.ttlSeconds,
+      maxResponseBytes: this.maxResponseBytes,
       get: (key) => this.get(key),
     };
     this.lockTimeoutMs = lockTimeoutMs;
@@ -268,24 +277,8 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
     fingerprint: string,
     build: (context: OneShotContext) => Promise<{ response: StoredResponse; effects: readonly PostgresEffect[] }>,
   ): Promise<OneShotOutcome> {
-    let existing: IdempotencyRecord | undefined;
-    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      const now = this.clock.now();
-      const decision = existing === undefined ? ({ kind: 'fresh' } as const) : decide(existing, fingerprint, now);
-      if (decision.kind !== 'fresh' && decision.kind !== 'takeover') return decision;
-      const previous = decision.kind === 'takeover' ? decision.record : undefined;
-      const downstreamKey = previous?.downstreamKey ?? this.ids.downstreamKey();
-      const attempt = (previous?.attempt ?? 0) + 1;
-      const { response, effects } = await build({ downstreamKey, attempt, now });
-      this.assertStorable(response);
+    return oneShotRounds(this.oneShot, key, fingerprint, build, async ({ record, previous, effects, now }) => {
       if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
-      const record = oneShotRecord(
-        key,
-        fingerprint,
-        { previous, downstreamKey, number: attempt },
-        response,
-        this.recordSource(now),
-      );
       const outcome = await this.db.transaction([
         // The wait on a concurrent duplicate's transaction is bounded; the effects' own statements are not.
         { text: `SET LOCAL lock_timeout = ${this.lockTimeoutMs}` },
@@ -293,7 +286,7 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
         { text: 'SET LOCAL lock_timeout TO DEFAULT' },
         ...effects.map((effect, i) => this.effectStep(effect, i)),
       ]);
-      if (outcome.committed) return { kind: 'committed', response, downstreamKey };
+      if (outcome.committed) return { kind: 'committed' };
       const failed = firstFailedStep(outcome);
       if (failed?.step !== ONE_SHOT_CLAIM_STEP) {
         this.throwEffectFailure(key, failed, ONE_SHOT_EFFECTS_FROM);
@@ -301,19 +294,16 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
       if (isLockTimeout(failed.error)) {
         // The transaction holding the key is still running: a live owner's commit (the next round answers in
         // flight, or replays what landed meanwhile), or a duplicate's insert, not visible before it commits.
-        existing = await this.read(key);
-        if (existing === undefined) throw new ContendedError(key, { cause: failed.error });
-        continue;
+        const holding = await this.read(key);
+        if (holding === undefined) throw new ContendedError(key, { cause: failed.error });
+        return { kind: 'met', record: holding };
       }
       if (sqlState(failed.error) !== FENCE_SQLSTATE) throw failed.error;
       const met = fromDetail((failed.error as { detail?: string }).detail);
       // Sent again after its COMMIT's reply was lost, it meets the completion it wrote: its own.
-      if (met?.leaseToken === record.leaseToken && met.status === RecordStatus.Completed) {
-        return { kind: 'committed', response, downstreamKey };
-      }
-      existing = met ?? (await this.get(key));
-    }
-    throw new ContendedError(key);
+      if (met?.leaseToken === record.leaseToken && met.status === RecordStatus.Completed) return { kind: 'committed' };
+      return { kind: 'met', record: met };
+    });
   }
 
   /** The live record under `key`, or undefined when absent or past its expiry. */
