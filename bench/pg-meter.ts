@@ -3,8 +3,8 @@ import { Socket } from 'node:net';
 import type { Pool, PoolClient } from 'pg';
 
 /**
- * Round trips to PostgreSQL as the client lives them (the idea of test/support/postgres.ts's counter): one starts
- * whenever the client writes after it last read, or for the first time. Writes made back to back before any reply
+ * Round trips to PostgreSQL as the client lives them (the store's tests count with it too, through
+ * test/support/postgres.ts): one starts whenever the client writes after it last read, or for the first time. Writes made back to back before any reply
  * could be read (a pipelined BEGIN, statements and COMMIT) are one round trip; a write that had to wait for a reply
  * starts another. Counted on the client's own sockets, whatever the kernel does with the bytes.
  */

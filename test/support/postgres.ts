@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Socket } from 'node:net';
 import { Pool, type PoolConfig } from 'pg';
+import { RoundTrips } from '../../bench/pg-meter';
 import { migrate } from '../../lib/postgres/migrate';
 import { PostgresStore, type PostgresStoreOptions } from '../../lib/postgres/store';
 
@@ -9,45 +9,6 @@ export function postgresUrl(): string {
   const url = process.env.POSTGRES_URL;
   if (!url) throw new Error('POSTGRES_URL is not set: run tests through jest (global setup starts PostgreSQL)');
   return url;
-}
-
-/**
- * Counts round trips as the client lives them: a round trip starts whenever the client writes after it last read
- * (or for the first time). Writes made back to back, before any reply could have been read (a pipelined BEGIN,
- * statements and COMMIT), are one round trip; a write that had to wait for a reply starts another. Counted on the
- * client's own socket, so it never depends on how the kernel or a proxy happens to split the bytes.
- */
-export class RoundTrips {
-  #count = 0;
-
-  get count(): number {
-    return this.#count;
-  }
-
-  reset(): void {
-    this.#count = 0;
-  }
-
-  /** A socket factory for pg's `stream` option that counts on every connection it makes. */
-  socket(): () => Socket {
-    return () => {
-      const socket = new Socket();
-      let replied = true;
-      // Installed once connected: connecting resets a socket's own `write` to the prototype's.
-      socket.once('connect', () => {
-        const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
-        socket.write = ((...args: unknown[]) => {
-          if (replied) this.#count += 1;
-          replied = false;
-          return write(...args);
-        }) as Socket['write'];
-      });
-      socket.on('data', () => {
-        replied = true;
-      });
-      return socket;
-    };
-  }
 }
 
 export interface TestPostgres {
