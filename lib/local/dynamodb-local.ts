@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { freePort } from './free-port';
+import { reapWhenParentDies, stopProcessGroup } from './process-group';
 
 /** A running DynamoDB Local: where it listens and how to stop it (JVM and all). */
 export interface DynamoDbLocal {
@@ -70,10 +71,10 @@ export async function startDynamoDbLocal(
 
   const endpoint = `http://127.0.0.1:${port}`;
   const stop = async () => {
-    await killGroup(child, pid, exited);
+    await stopProcessGroup(child, exited, { signal: 'SIGTERM', graceMs: 3000 });
     rmSync(workDir, { recursive: true, force: true });
   };
-  reapWhenParentDies(pid, workDir);
+  reapWhenParentDies(pid, workDir, { signal: 'TERM', graceSeconds: 1 });
   try {
     await waitUntilReady(endpoint, options.readyTimeoutMs ?? 30_000, exited);
   } catch (error) {
@@ -81,24 +82,6 @@ export async function startDynamoDbLocal(
     throw new Error(`DynamoDB Local did not start on ${endpoint}: ${(error as Error).message}\n${stderr}`);
   }
   return { endpoint, port, pid, stop };
-}
-
-/**
- * Exit handlers don't run when the parent is SIGKILLed (a crashed jest, a killed terminal). A tiny detached shell
- * watches the parent and kills the JVM's process group once the parent is gone, so no JVM outlives its owner (and
- * removes the JVM's working directory).
- */
-function reapWhenParentDies(groupId: number, workDir: string): void {
-  const watcher = spawn(
-    'sh',
-    [
-      '-c',
-      `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${groupId} 2>/dev/null; do sleep 1; done; kill -TERM -${groupId} 2>/dev/null; sleep 1; rm -rf "$0"`,
-      workDir,
-    ],
-    { detached: true, stdio: 'ignore' },
-  );
-  watcher.unref();
 }
 
 async function waitUntilReady(endpoint: string, timeoutMs: number, exited: Promise<number | null>): Promise<void> {
@@ -127,29 +110,4 @@ async function waitUntilReady(endpoint: string, timeoutMs: number, exited: Promi
   } finally {
     client.destroy();
   }
-}
-
-async function killGroup(child: ChildProcess, pid: number, exited: Promise<number | null>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  // The child was unref'd so it never holds its parent open; while we wait for it to die it must, or Node may
-  // find its event loop empty mid-await and exit on the spot (with code 0, hiding a test run's failure).
-  child.ref();
-  try {
-    process.kill(-pid, 'SIGTERM');
-  } catch {
-    return; // already gone
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), 3000);
-  });
-  if ((await Promise.race([exited, timeout])) === 'timeout') {
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-    await exited;
-  }
-  clearTimeout(timer);
 }

@@ -1,9 +1,10 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, chownSync, cpSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Client } from 'pg';
 import { freePort } from './free-port';
+import { reapWhenParentDies, stopProcessGroup } from './process-group';
 
 /** A running PostgreSQL: where it listens and how to stop it (server processes and data directory). */
 export interface PostgresLocal {
@@ -119,10 +120,11 @@ export async function startPostgresLocal(options: PostgresLocalOptions = {}): Pr
 
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const stop = async () => {
-    await stopServer(child, pid, exited);
+    // SIGINT is PostgreSQL's fast shutdown (sessions rolled back, clean exit); SIGKILL if it takes more than 5 s.
+    await stopProcessGroup(child, exited, { signal: 'SIGINT', graceMs: 5000 });
     rmSync(workDir, { recursive: true, force: true });
   };
-  reapWhenParentDies(pid, workDir);
+  reapWhenParentDies(pid, workDir, { signal: 'INT', graceSeconds: 2 });
   try {
     await waitUntilReady(url, options.readyTimeoutMs ?? 30_000, exited);
   } catch (error) {
@@ -168,23 +170,6 @@ function serverUser(): { uid: number; gid: number } | undefined {
   throw new Error('running as root, and neither a postgres nor a nobody user exists to run PostgreSQL as');
 }
 
-/**
- * Exit handlers don't run when the parent is SIGKILLed (a crashed jest, a killed terminal). A tiny detached shell
- * watches the parent and stops the server's process group once the parent is gone, then removes its directory.
- */
-function reapWhenParentDies(groupId: number, workDir: string): void {
-  const watcher = spawn(
-    'sh',
-    [
-      '-c',
-      `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${groupId} 2>/dev/null; do sleep 1; done; kill -INT -${groupId} 2>/dev/null; sleep 2; kill -KILL -${groupId} 2>/dev/null; rm -rf "$0"`,
-      workDir,
-    ],
-    { detached: true, stdio: 'ignore' },
-  );
-  watcher.unref();
-}
-
 async function waitUntilReady(url: string, timeoutMs: number, exited: Promise<number | null>): Promise<void> {
   let hasExited = false;
   void exited.then(() => {
@@ -206,29 +191,4 @@ async function waitUntilReady(url: string, timeoutMs: number, exited: Promise<nu
       await client.end().catch(() => undefined);
     }
   }
-}
-
-/** SIGINT is PostgreSQL's fast shutdown (sessions rolled back, clean exit); SIGKILL if it takes more than 5 s. */
-async function stopServer(child: ChildProcess, pid: number, exited: Promise<number | null>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  // Referenced while we wait, or Node may find its event loop empty mid-await and exit on the spot.
-  child.ref();
-  try {
-    process.kill(-pid, 'SIGINT');
-  } catch {
-    return; // already gone
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), 5000);
-  });
-  if ((await Promise.race([exited, timeout])) === 'timeout') {
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-    await exited;
-  }
-  clearTimeout(timer);
 }
