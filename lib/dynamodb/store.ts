@@ -34,6 +34,7 @@ import {
   type RecordSource,
   resumeRounds,
   type Seen,
+  type StoreLifetimeOptions,
   sleep,
   storeTimings,
   takeoverRecord,
@@ -48,15 +49,9 @@ import { conditionFailure, type TransactionFailure, transactionFailure } from '.
 /** One action of a TransactWriteItems, in DocumentClient form: the caller's own puts, updates and checks. */
 export type EffectItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-export interface DynamoDbStoreOptions {
+export interface DynamoDbStoreOptions extends StoreLifetimeOptions {
   readonly client: DynamoDBDocumentClient;
   readonly tableName: string;
-  /** How long a claim is held before a duplicate may take it over. Must exceed the function's timeout. */
-  readonly leaseSeconds?: number;
-  /** How long a record lives (and replays). Default 24 hours. */
-  readonly ttlSeconds?: number;
-  readonly clock?: Clock;
-  readonly ids?: IdSource;
   /** Largest stored response (body plus headers, bytes). DynamoDB items are capped at 400 KB. */
   readonly maxResponseBytes?: number;
 }

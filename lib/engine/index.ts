@@ -33,6 +33,8 @@ export { type KeyScope, MAX_KEY_LENGTH, parseIdempotencyKey, scopedKey } from '.
 export { type MakeIdempotentOptions, makeIdempotent } from './make-idempotent.js';
 export type { IdempotencyHandle } from './operation.js';
 export { type AttemptEnd, ClaimedOperation, type Settlement } from './operation.js';
+// The options every store takes for its leases and records (DynamoDbStoreOptions and PostgresStoreOptions extend it).
+export type { StoreLifetimeOptions } from './ownership.js';
 export { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
 // Operations whose caller never came back.
 export {

@@ -185,8 +185,18 @@ export async function oneShotRounds<TEffect>(
   throw new ContendedError(key);
 }
 
+/** What every store is configured with for its leases and records, and the clock and ids it makes them with. */
+export interface StoreLifetimeOptions {
+  /** How long a claim is held before a duplicate may take it over. Must exceed the function's timeout. */
+  readonly leaseSeconds?: number;
+  /** How long a record lives (and replays). Default 24 hours. */
+  readonly ttlSeconds?: number;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+}
+
 /** A store's lease and TTL, from its options: the lease positive, the TTL at least the lease. */
-export function storeTimings(options: { readonly leaseSeconds?: number; readonly ttlSeconds?: number }): {
+export function storeTimings(options: StoreLifetimeOptions): {
   readonly leaseMs: number;
   readonly ttlSeconds: number;
 } {

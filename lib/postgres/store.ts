@@ -32,6 +32,7 @@ import {
   type RecordSource,
   resumeRounds,
   type Seen,
+  type StoreLifetimeOptions,
   storeTimings,
   takeoverRecord,
 } from '../engine/ownership.js';
@@ -66,15 +67,9 @@ export interface PostgresStatement {
   readonly expectRows?: number;
 }
 
-export interface PostgresStoreOptions extends TableOptions, RetryPolicy {
+export interface PostgresStoreOptions extends StoreLifetimeOptions, TableOptions, RetryPolicy {
   /** A pg `Pool`; created with `pipeline: true`, a commit with its statements is one round trip. */
   readonly pool: Pick<Pool, 'connect'>;
-  /** How long a claim is held before a duplicate may take it over. Must exceed the function's timeout. */
-  readonly leaseSeconds?: number;
-  /** How long a record lives (and replays). Default 24 hours. */
-  readonly ttlSeconds?: number;
-  readonly clock?: Clock;
-  readonly ids?: IdSource;
   /** Largest stored response (body plus headers, bytes). Default 1 MiB. */
   readonly maxResponseBytes?: number;
   /** Most effects one commit carries. Default 1000. */
