@@ -4,9 +4,11 @@
  *   PROCESSOR_PORT            port on 127.0.0.1 (default 4010; 0 picks a free one)
  *   PROCESSOR_WEBHOOK_URL     where charge.succeeded events are POSTed (optional)
  *   PROCESSOR_WEBHOOK_SECRET  the signing secret (required with PROCESSOR_WEBHOOK_URL)
+ *   PROCESSOR_WEBHOOK_RETRY_WINDOW_SECONDS
+ *                             how long a failing webhook is retried, with backoff (default 600; 0: never)
  */
 import { portFromEnv } from '../lib/local/ports';
-import { type SandboxOptions, startSandbox } from '../lib/sandbox/processor';
+import { type SandboxOptions, startSandbox, webhookRetryFromEnv } from '../lib/sandbox/processor';
 
 const DEFAULT_PORT = 4010;
 
@@ -18,7 +20,7 @@ function readConfig(env: NodeJS.ProcessEnv): SandboxOptions {
   if (webhookUrl && !webhookSecret) {
     throw new Error('PROCESSOR_WEBHOOK_SECRET is required when PROCESSOR_WEBHOOK_URL is set');
   }
-  return { port, webhookUrl, webhookSecret };
+  return { port, webhookUrl, webhookSecret, webhookRetry: webhookRetryFromEnv(env) };
 }
 
 async function main(): Promise<void> {

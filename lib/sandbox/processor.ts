@@ -13,6 +13,7 @@ export type { Charge } from './charges';
 export type { Email } from './emails';
 export type { ProcessorEvent } from './events';
 export type { Delivery, WebhookRetry } from './webhook-sender';
+export { DEFAULT_WEBHOOK_RETRY, WEBHOOK_RETRY_WINDOW_ENV, webhookRetryFromEnv } from './webhook-sender';
 
 /** The sandbox only ever listens on loopback: it accepts fault injection from anyone who can reach it. */
 const HOST = '127.0.0.1';
@@ -26,7 +27,11 @@ export interface SandboxOptions {
   readonly webhookSecret?: string;
   /** Epoch milliseconds (like `Date.now`, the default): stamps `created` and webhook signatures. */
   readonly clock?: () => number;
-  /** How a new event's delivery is retried; see {@link DEFAULT_WEBHOOK_RETRY}. */
+  /**
+   * How a new event's delivery is retried: backoff with jitter over a window of minutes by default (see
+   * {@link DEFAULT_WEBHOOK_RETRY}; `webhookRetryFromEnv` reads the window from the environment). Closing the sandbox
+   * cancels every pending retry.
+   */
   readonly webhookRetry?: WebhookRetry;
   /**
    * Whether new events are delivered (default true). Off, events are still recorded (`GET /events`) but never sent,

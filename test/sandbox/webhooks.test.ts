@@ -1,7 +1,14 @@
 import type { Charge } from '../../lib/sandbox/charges';
 import type { ProcessorEvent } from '../../lib/sandbox/events';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
-import type { Delivery } from '../../lib/sandbox/webhook-sender';
+import {
+  DEFAULT_WEBHOOK_RETRY,
+  type Delivery,
+  retryDelayMs,
+  WEBHOOK_RETRY_WINDOW_ENV,
+  type WebhookRetry,
+  webhookRetryFromEnv,
+} from '../../lib/sandbox/webhook-sender';
 import { verifySignature } from '../../lib/webhooks/signature';
 import { eventually, getJson, newKey, postCharge, postJson } from './client';
 import { type ReceivedWebhook, type Receiver, startReceiver } from './receiver';
@@ -24,7 +31,10 @@ describe('sandbox webhooks', () => {
   const servers: { close(): Promise<void> }[] = [];
   afterAll(() => Promise.all(servers.map((server) => server.close())));
 
-  async function sandboxFor(receiver: Receiver, retry = { attempts: 3, baseDelayMs: 10 }): Promise<Sandbox> {
+  async function sandboxFor(
+    receiver: Receiver,
+    retry: WebhookRetry = { attempts: 3, baseDelayMs: 10 },
+  ): Promise<Sandbox> {
     const sandbox = await startSandbox({
       webhookUrl: receiver.url,
       webhookSecret: secret,
@@ -144,6 +154,36 @@ describe('sandbox webhooks', () => {
     expect(endpoint.received).toHaveLength(2);
   });
 
+  it('stops retrying at the end of its window, however many attempts it still had', async () => {
+    const endpoint = await receiver(() => 503);
+    const sandbox = await sandboxFor(endpoint, { attempts: 1000, baseDelayMs: 20, maxDelayMs: 20, windowMs: 300 });
+    await postCharge(sandbox, newKey());
+
+    // Waits of 10 to 20 ms (capped, jittered) within 300 ms: at least a few retries, never a thousand.
+    await eventually(() => expect(sandbox.deliveries().length).toBeGreaterThanOrEqual(5));
+    await new Promise((resolve) => setTimeout(resolve, 400)); // past the window
+    const sent = sandbox.deliveries().length;
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(sandbox.deliveries()).toHaveLength(sent);
+    expect(sent).toBeLessThanOrEqual(32); // 300 ms / 10 ms, and the first
+  });
+
+  it('cancels a pending retry when it closes: close does not wait out the backoff', async () => {
+    const endpoint = await startReceiver(() => 503);
+    servers.push(endpoint);
+    const sandbox = await startSandbox({
+      webhookUrl: endpoint.url,
+      webhookSecret: secret,
+      webhookRetry: { attempts: 5, baseDelayMs: 60_000 }, // the next try a minute away
+    });
+    await postCharge(sandbox, newKey());
+    await eventually(() => expect(sandbox.deliveries()).toHaveLength(1));
+    const closing = Date.now();
+    await sandbox.close();
+    expect(Date.now() - closing).toBeLessThan(5_000);
+    expect(endpoint.received).toHaveLength(1);
+  });
+
   it('retries when the endpoint cannot be reached', async () => {
     const gone = await startReceiver();
     await gone.close(); // a URL where nothing listens any more
@@ -233,5 +273,37 @@ describe('sandbox webhooks', () => {
 
   it('refuses to start with a webhook URL but no secret', async () => {
     await expect(startSandbox({ webhookUrl: 'http://127.0.0.1:1/webhooks' })).rejects.toThrow(/webhookSecret/);
+  });
+});
+
+describe('the webhook retry schedule', () => {
+  const retry: WebhookRetry = { attempts: 10, baseDelayMs: 100, maxDelayMs: 1_000 };
+
+  it('doubles each wait up to its cap, jittered between half the wait and all of it', () => {
+    const least = [1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(retry, n, () => 0));
+    const most = [1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(retry, n, () => 0.999_999));
+    expect(least).toEqual([50, 100, 200, 400, 500, 500]);
+    expect(most.map(Math.round)).toEqual([100, 200, 400, 800, 1000, 1000]);
+  });
+
+  it('retries for minutes by default, as real processors do for days: not for under a second', () => {
+    const { attempts, baseDelayMs, maxDelayMs, windowMs } = DEFAULT_WEBHOOK_RETRY;
+    const leastSpan = Array.from({ length: attempts - 1 }, (_, i) =>
+      retryDelayMs({ attempts, baseDelayMs, maxDelayMs }, i + 1, () => 0),
+    ).reduce((sum, wait) => sum + wait, 0);
+    expect(leastSpan).toBeGreaterThan(2 * 60_000);
+    expect(windowMs).toBeGreaterThanOrEqual(leastSpan);
+    expect(windowMs).toBeLessThanOrEqual(15 * 60_000);
+  });
+
+  it('takes its window from the environment, and refuses what is not a number of seconds', () => {
+    expect(webhookRetryFromEnv({})).toEqual(DEFAULT_WEBHOOK_RETRY);
+    expect(webhookRetryFromEnv({ [WEBHOOK_RETRY_WINDOW_ENV]: '30' })).toEqual({
+      ...DEFAULT_WEBHOOK_RETRY,
+      windowMs: 30_000,
+    });
+    expect(webhookRetryFromEnv({ [WEBHOOK_RETRY_WINDOW_ENV]: '0' }).windowMs).toBe(0);
+    expect(() => webhookRetryFromEnv({ [WEBHOOK_RETRY_WINDOW_ENV]: 'ten minutes' })).toThrow(WEBHOOK_RETRY_WINDOW_ENV);
+    expect(() => webhookRetryFromEnv({ [WEBHOOK_RETRY_WINDOW_ENV]: '-5' })).toThrow(WEBHOOK_RETRY_WINDOW_ENV);
   });
 });
