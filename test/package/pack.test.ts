@@ -180,6 +180,7 @@ async function writeConsumer(dir: string): Promise<void> {
     for (const [index, block] of blocks[doc].entries()) await file(`src/${blockFile(doc, index)}.ts`, block);
   }
   await file('src/call-middy-example.ts', callMiddyExample(blockWith('package', 'lambdaHandler(')));
+  await file('src/call-guide-middy-example.ts', callMiddyExample(blockWith('guide', 'lambdaHandler(')));
   // What the CDK example's NodejsFunction looks for when it is built: its entry, and a lock file above it.
   await file('src/create-order.ts', 'export const handler = async () => ({ statusCode: 200 });\n');
   await file('package-lock.json', '{}\n');
@@ -563,6 +564,38 @@ console.log(JSON.stringify({ first, again, invalid, charged }));
     // validateJsonBody loaded zod (a zod/mini schema) on its first use, from the packed package.
     expect(result.invalid.statusCode).toBe(400);
     expect(JSON.parse(result.invalid.body).errors).toEqual([{ path: 'amount', message: expect.any(String) }]);
+  });
+
+  it("run the migration guide's HTTP handler: a body that is not JSON is a 400 problem+json, never a 500", async () => {
+    const result = (await runInConsumer(`const charged = [];
+globalThis.processor = {
+  async charge(order, { idempotencyKey }) {
+    charged.push(idempotencyKey);
+    return { id: 'ch_' + charged.length, amount: order.amount };
+  },
+};
+const { call } = await import('./out/call-guide-middy-example.js');
+const key = 'guide-order-${Date.now()}';
+const event = (body) => ({
+  resource: '/orders', path: '/orders', httpMethod: 'POST', body, isBase64Encoded: false,
+  headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
+  multiValueHeaders: {}, queryStringParameters: null, multiValueQueryStringParameters: null,
+  pathParameters: null, stageVariables: null,
+  requestContext: { authorizer: { accountId: 'acct_guide' } },
+});
+const notJson = await call(event('amount=4200&currency=usd'));
+const first = await call(event('{"amount":4200,"currency":"usd"}'));
+console.log(JSON.stringify({ notJson, first, charged }));
+`)) as Record<'notJson' | 'first', { statusCode: number; body: string; headers?: Record<string, string> }> & {
+      charged: string[];
+    };
+    expect(result.notJson.statusCode).toBe(400);
+    expect(result.notJson.headers?.['Content-Type']).toBe('application/problem+json');
+    expect(JSON.parse(result.notJson.body)).toMatchObject({ status: 400, detail: 'The body is not valid JSON.' });
+    // Refused before the claim: the same key then runs the corrected request, once.
+    expect(result.first.statusCode).toBe(201);
+    expect(result.first.headers?.['X-Original-Attempt']).toBeUndefined();
+    expect(result.charged).toHaveLength(1);
   });
 
   it("synthesize the README's CDK stack: the table as idempotencyTableResource() describes it, and the grant", async () => {
