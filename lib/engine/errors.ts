@@ -11,11 +11,20 @@ export class IdempotencyError extends Error {
   }
 }
 
-/** The client's Idempotency-Key is missing or malformed: a 400, never stored. */
+/**
+ * The client's Idempotency-Key is missing or malformed, or a key (or a part of its scope) holds what no store can keep
+ * as it is (`unstorable_characters`: a NUL, a lone surrogate): a 400, never stored.
+ */
 export class InvalidKeyError extends IdempotencyError {
   constructor(
     message: string,
-    readonly reason: 'missing' | 'empty' | 'too_long' | 'invalid_characters' | 'malformed_quoted_string',
+    readonly reason:
+      | 'missing'
+      | 'empty'
+      | 'too_long'
+      | 'invalid_characters'
+      | 'malformed_quoted_string'
+      | 'unstorable_characters',
   ) {
     super(message);
     this.name = 'InvalidKeyError';

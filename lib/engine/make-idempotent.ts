@@ -14,8 +14,10 @@ export interface MakeIdempotentOptions<TInput, TEffect, TResult = unknown> {
    * The key, taken from the input: a business key (an order id, an event's id) that stays the same when the same
    * call is made again. Or a subset of the input that names the call (`(event) => [event.detail.customerId,
    * event.detail.orderId]`, Powertools' `eventKeyJmesPath`): any value other than a string is hashed from its
-   * canonical JSON. Nothing selected (an empty string, undefined, null, or a subset of only those) or a key longer
-   * than 255 characters throws {@link InvalidKeyError} before anything is stored.
+   * canonical JSON. Nothing selected (an empty string, undefined, null, or a subset of only those), a key longer
+   * than 255 characters, or a key (or `scope`) that a store can't keep as it is (a NUL, or a lone surrogate such as
+   * `"\ud800"` in a JSON event, which both stores would keep as U+FFFD, joining another key's operation) throws
+   * {@link InvalidKeyError} before anything is stored.
    */
   readonly key: (input: TInput) => unknown;
   /**
@@ -128,13 +130,23 @@ export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[]
       throw new InvalidKeyError(`${name}: the key must be at most ${MAX_KEY_LENGTH} characters`, 'too_long');
     }
     const identity: OperationIdentity = {
-      key: scopedKey({ accountId: scope?.(input) ?? name, operation: name, key: own }),
+      key: named(() => scopedKey({ accountId: scope?.(input) ?? name, operation: name, key: own })),
       // Under one key, the fingerprint decides "same call or not": by default the key itself.
       fingerprint: fingerprinted
         ? selectionFingerprint(name, fingerprinted(input))
         : fingerprint({ operation: name, body: own, contentType: 'text/plain' }),
     };
     return identity;
+  }
+
+  /** The scoped key, its refusal naming the function, as the checks above do. */
+  function named(stored: () => string): string {
+    try {
+      return stored();
+    } catch (error) {
+      if (!(error instanceof InvalidKeyError)) throw error;
+      throw new InvalidKeyError(`${name}: ${error.message}`, error.reason);
+    }
   }
 }
 

@@ -12,6 +12,7 @@ import {
 } from './contract.js';
 import { decide, isExpired } from './decide.js';
 import { ConfigurationError, ContendedError, ResponseTooLargeError } from './errors.js';
+import { assertStorableKey } from './key.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
 
 /**
@@ -63,6 +64,8 @@ export async function claimRounds(
   fingerprint: string,
   options: ClaimOptions,
 ): Promise<ClaimOutcome> {
+  // Before any write: a key the store would keep as another (a lone surrogate becomes U+FFFD) would join that one.
+  assertStorableKey(key);
   const waitMs = options.waitMs ?? 0;
   const claim = { recoverable: options.recoverable ?? false, leaseMs: leaseFor(store.leaseMs, options) };
   let waited = 0;
@@ -100,6 +103,7 @@ export async function resumeRounds(
   key: string,
   options: ResumeOptions,
 ): Promise<ResumeOutcome> {
+  assertStorableKey(key);
   let record = await store.get(key);
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     if (record === undefined) return { kind: 'absent' };
@@ -163,6 +167,7 @@ export async function oneShotRounds<TEffect>(
   build: (context: OneShotContext) => Promise<{ response: StoredResponse; effects: readonly TEffect[] }>,
   write: OneShotWrite<TEffect>,
 ): Promise<OneShotOutcome> {
+  assertStorableKey(key);
   let existing: IdempotencyRecord | undefined;
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const now = store.clock.now();

@@ -32,7 +32,9 @@ export interface HttpIdempotencyOptions<TEffect, TEvent extends HttpEvent = Http
   readonly accountId?: (event: TEvent) => string | undefined;
   /**
    * The operation the key belongs to. Default: the method and route template (`POST /payments`: a REST API's
-   * resource, an HTTP API's route key), or the method and path where there is none (a function URL, an ALB).
+   * resource, an HTTP API's route key), or the method and the normalized path where there is none (a function URL,
+   * an ALB, an HTTP API's `$default` route): repeated and trailing slashes dropped, dot segments removed and encoded
+   * unreserved characters decoded (RFC 3986 §6.2.2), so `/payments/`, `//payments` and `/payments/./` are `/payments`.
    */
   readonly operation?: (event: TEvent) => string;
   readonly headerName?: string;
@@ -138,10 +140,16 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
           detail: 'The request carries no authenticated account.',
         });
       }
+      const operation = operationOf(event);
       let key: string;
       try {
-        key = parseIdempotencyKey(keyOf ? keyOf(event, request.context) : requestHeader(event, headerName));
+        key = scopedKey({
+          accountId,
+          operation,
+          key: parseIdempotencyKey(keyOf ? keyOf(event, request.context) : requestHeader(event, headerName)),
+        });
       } catch (error) {
+        // A bad key, or an account or operation no store can keep as it is (a lone surrogate in a path): the client's.
         if (!(error instanceof InvalidKeyError)) throw error;
         count(IdempotencyMetric.keyInvalid);
         const missing = error.reason === 'missing';
@@ -152,11 +160,10 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
           detail: error.message,
         });
       }
-      const operation = operationOf(event);
       const began = await beginOperation(
         store,
         {
-          key: scopedKey({ accountId, operation, key }),
+          key,
           fingerprint: fingerprint({ operation, ...fingerprintedBody(event) }),
         },
         {

@@ -51,7 +51,8 @@ export interface RecordIdentity {
  * @example
  * const { key, fingerprint } = recordIdentity(record, { name: 'orders', key: byBodyField('orderId') });
  *
- * @throws {InvalidRecordKeyError} the key source threw, or gave an empty or too long key.
+ * @throws {InvalidRecordKeyError} the key source threw, or gave an empty or too long key, or one a store can't keep as
+ * it is (a NUL, or a lone surrogate).
  */
 export function recordIdentity(record: SQSRecord, options: RecordIdentityOptions): RecordIdentity {
   if (options.fingerprint && options.fingerprintBody) {
@@ -65,7 +66,11 @@ export function recordIdentity(record: SQSRecord, options: RecordIdentityOptions
   if (ownKey.length > MAX_KEY_LENGTH) {
     throw new InvalidRecordKeyError(record.messageId, `the key is longer than ${MAX_KEY_LENGTH} characters`);
   }
-  const key = scopedKey({ accountId: options.scope ?? options.name, operation: options.name, key: ownKey });
+  // A key a store can't keep as it is (a NUL, or a lone surrogate: `"\ud800"` in a JSON body, which both stores keep as
+  // U+FFFD) would join another message's operation, and this message would be acknowledged as its replay, unprocessed.
+  const key = taken(record, () =>
+    scopedKey({ accountId: options.scope ?? options.name, operation: options.name, key: ownKey }),
+  );
   return {
     key,
     // Under one key, the fingerprint decides "same message or not". By default that is the key itself: every
@@ -83,7 +88,7 @@ export function recordIdentity(record: SQSRecord, options: RecordIdentityOptions
 }
 
 /** A selection from the record; one that throws (an unparsable body) makes the record unusable, like a bad key. */
-function taken(record: SQSRecord, select: () => unknown): unknown {
+function taken<T>(record: SQSRecord, select: () => T): T {
   try {
     return select();
   } catch (error) {

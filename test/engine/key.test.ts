@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { InvalidKeyError } from '../../lib/engine/errors';
-import { joinScopedKey, parseIdempotencyKey, scopedKey, splitScopedKey } from '../../lib/engine/key';
+import {
+  assertStorableKey,
+  joinScopedKey,
+  MAX_STORED_KEY_BYTES,
+  parseIdempotencyKey,
+  scopedKey,
+  splitScopedKey,
+} from '../../lib/engine/key';
 
 describe('parseIdempotencyKey', () => {
   it('accepts a UUID as it is', () => {
@@ -73,6 +80,73 @@ describe('scopedKey', () => {
 
   it('refuses an empty account: nothing is stored unscoped', () => {
     expect(() => scopedKey({ accountId: '', operation: 'POST /x', key: 'k' })).toThrow(InvalidKeyError);
+  });
+
+  const refusal = { name: 'InvalidKeyError', reason: 'unstorable_characters' };
+  const refused = (scope: { accountId?: string; operation?: string; key?: string }) => {
+    try {
+      scopedKey({ accountId: 'acct_1', operation: 'POST /x', key: 'k', ...scope });
+    } catch (error) {
+      return error;
+    }
+    return undefined;
+  };
+
+  it.each([
+    ['a lone high surrogate', '\ud800'],
+    ['a lone low surrogate', '\udc00'],
+    ['a pair in the wrong order', '\ude00\ud83d'],
+    ['a high surrogate at the end, after a pair', '\u{1f600}\ud83d'],
+    ['NUL', 'a\u0000b'],
+  ])('refuses %s in the key, the account or the operation with InvalidKeyError, never a URIError', (_case, odd) => {
+    for (const part of ['key', 'accountId', 'operation']) {
+      expect(refused({ [part]: odd })).toMatchObject(refusal);
+    }
+  });
+
+  it('names what was refused and where, so the message can be acted on', () => {
+    expect(refused({ key: 'ord-\ud801' })).toMatchObject({ message: expect.stringMatching(/key .*U\+D801/) });
+    expect(refused({ operation: 'POST /pay\u0000' })).toMatchObject({
+      message: expect.stringMatching(/operation .*NUL/),
+    });
+  });
+
+  it('accepts well-formed text of any kind: surrogate pairs, U+FFFD, U+FFFE, U+FFFF, controls other than NUL', () => {
+    for (const odd of ['\u{1f600}', '\ufffd', '\ufffe', '\uffff', '\u0001\u007f', 'e\u0301', '\u00e9']) {
+      expect(scopedKey({ accountId: odd, operation: odd, key: odd })).toContain(odd);
+    }
+  });
+
+  it('never gives two well-formed scopes one stored key, whatever characters they hold', () => {
+    const part = fc.string({ unit: 'binary', maxLength: 6 }).filter((s) => !s.includes('\u0000'));
+    fc.assert(
+      fc.property(part.filter(Boolean), part, part, part.filter(Boolean), part, part, (a1, o1, k1, a2, o2, k2) => {
+        const one = scopedKey({ accountId: a1, operation: o1, key: k1 });
+        const two = scopedKey({ accountId: a2, operation: o2, key: k2 });
+        return (one === two) === (a1 === a2 && o1 === o2 && k1 === k2);
+      }),
+    );
+  });
+
+  it(`refuses a stored key over ${MAX_STORED_KEY_BYTES} bytes of UTF-8, counting bytes, not characters`, () => {
+    const operation = (bytes: number) => `POST /${'x'.repeat(bytes)}`;
+    const fixed = Buffer.byteLength(scopedKey({ accountId: 'acct_1', operation: operation(0), key: 'k' }));
+    expect(() =>
+      scopedKey({ accountId: 'acct_1', operation: operation(MAX_STORED_KEY_BYTES - fixed), key: 'k' }),
+    ).not.toThrow();
+    expect(refused({ operation: operation(MAX_STORED_KEY_BYTES - fixed + 1) })).toMatchObject({ reason: 'too_long' });
+    // 255 characters is the client key's limit; 255 three-byte characters fit with room to spare.
+    expect(() => scopedKey({ accountId: 'acct_1', operation: 'POST /x', key: '\u20ac'.repeat(255) })).not.toThrow();
+  });
+});
+
+describe('assertStorableKey', () => {
+  it('is what every store checks a key with: a NUL, a lone surrogate, nothing, or too many bytes is refused', () => {
+    expect(() => assertStorableKey('acct|op|\ud800')).toThrow(InvalidKeyError);
+    expect(() => assertStorableKey('acct|op|\u0000')).toThrow(InvalidKeyError);
+    expect(() => assertStorableKey('')).toThrow(InvalidKeyError);
+    expect(() => assertStorableKey('\u20ac'.repeat(683))).toThrow(InvalidKeyError); // 2049 bytes
+    expect(() => assertStorableKey('\u20ac'.repeat(682))).not.toThrow();
   });
 });
 

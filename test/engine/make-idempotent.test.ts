@@ -14,6 +14,7 @@ import { RecordStatus } from '../../lib/engine/record';
 import { lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
+import { storeHarnesses } from '../support/stores';
 
 const db = testDatabase();
 
@@ -327,6 +328,67 @@ describe('makeIdempotent', () => {
     const result = await handler(event, context, () => undefined);
     expect(result).toEqual({ orderId: event.detail.orderId });
     expect(contexts).toEqual([context]);
+  });
+});
+
+describe.each(storeHarnesses)('makeIdempotent, with keys taken from JSON input, on %s', (_name, harness) => {
+  const h = harness();
+
+  /** A function counting the inputs it ran for, its key the input's `orderId`; each input is parsed from JSON. */
+  function parsedBooking(options: Partial<MakeIdempotentOptions<Order, unknown, { ran: string }>> = {}) {
+    const ran: string[] = [];
+    const book = makeIdempotent(
+      async (input: Order) => {
+        ran.push(input.orderId);
+        return { ran: input.orderId };
+      },
+      { store: h.store(), name: `book-${randomUUID().slice(0, 8)}`, key: (input) => input.orderId, ...options },
+    );
+    /** `json` is the event as it arrives: `\ud800` there is six ASCII characters, a lone surrogate once parsed. */
+    return { ran, call: (json: string) => book(JSON.parse(json) as Order) };
+  }
+
+  it('never answers a key differing only in a lone surrogate with another key’s result: both are refused', async () => {
+    const { ran, call } = parsedBooking();
+    const results = [];
+    for (const json of ['{"orderId":"ord-\\ud800","amount":1}', '{"orderId":"ord-\\ud801","amount":2}']) {
+      results.push(await call(json).catch((error: unknown) => error));
+    }
+    expect(results).toEqual([expect.any(InvalidKeyError), expect.any(InvalidKeyError)]);
+    expect(results[1]).toMatchObject({ reason: 'unstorable_characters', message: expect.stringContaining('U+D801') });
+    expect(ran).toEqual([]);
+  });
+
+  it('runs a key holding U+FFFD, an ordinary character, after a lone-surrogate key was refused', async () => {
+    const { ran, call } = parsedBooking();
+    await expect(call('{"orderId":"ord-\\ud800","amount":1}')).rejects.toBeInstanceOf(InvalidKeyError);
+    expect(await call('{"orderId":"ord-\\ufffd","amount":1}')).toEqual({ ran: 'ord-\ufffd' });
+    expect(await call('{"orderId":"ord-\\ufffd","amount":1}')).toEqual({ ran: 'ord-\ufffd' });
+    expect(ran).toEqual(['ord-\ufffd']);
+  });
+
+  it('refuses a key holding a NUL with InvalidKeyError, not a database error, on every attempt', async () => {
+    const { ran, call } = parsedBooking();
+    for (let attempt = 0; attempt < 2; attempt++) {
+      await expect(call('{"orderId":"ord-\\u0000","amount":1}')).rejects.toMatchObject({
+        name: 'InvalidKeyError',
+        reason: 'unstorable_characters',
+      });
+    }
+    expect(ran).toEqual([]);
+  });
+
+  it('refuses a scope (a tenant) holding a lone surrogate with InvalidKeyError, never a URIError', async () => {
+    const { ran, call } = parsedBooking({ scope: () => 'tenant-\ud800' });
+    await expect(call('{"orderId":"ord-1","amount":1}')).rejects.toBeInstanceOf(InvalidKeyError);
+    expect(ran).toEqual([]);
+  });
+
+  it('keeps keys selected as a subset of the input apart, lone surrogates and all: they are hashed losslessly', async () => {
+    const { ran, call } = parsedBooking({ key: (input) => [input.orderId] });
+    await call('{"orderId":"ord-\\ud800","amount":1}');
+    await call('{"orderId":"ord-\\ud801","amount":1}');
+    expect(ran).toEqual(['ord-\ud800', 'ord-\ud801']);
   });
 });
 

@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IdempotencyStore } from '../../lib/engine/contract';
-import { EffectConditionFailedError, LeaseLostError, ResponseTooLargeError } from '../../lib/engine/errors';
+import {
+  EffectConditionFailedError,
+  InvalidKeyError,
+  LeaseLostError,
+  ResponseTooLargeError,
+} from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
 import { FakeClock } from '../support/fake-clock';
@@ -433,6 +438,64 @@ describe.each(storeHarnesses)('the store contract on %s', (_name, harness) => {
       expect(late).toBeInstanceOf(LeaseLostError);
       expect((late as LeaseLostError).record).toMatchObject({ leaseToken: current.leaseToken });
       expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: { body: '{"id":"pay_current"}' } });
+    });
+  });
+
+  describe('keys of any characters', () => {
+    /** A response that names the key it was committed under: a replay of another key's would show. */
+    const responseFor = (key: string): StoredResponse => ({ ...created, body: JSON.stringify({ key }) });
+
+    /** Claims and commits `key`; then (or on a refusal) what a second claim of it answers. */
+    async function commitThenClaimAgain(s: IdempotencyStore<unknown>, key: string) {
+      const first = await s.claim(key, 'fp').catch((error: unknown) => error);
+      if (first instanceof InvalidKeyError) return 'refused';
+      if (first instanceof Error || (first as { kind: string }).kind !== 'acquired') {
+        throw new Error(`a first claim of a fresh key answered ${String(first)} ${JSON.stringify(first)}`);
+      }
+      await s.commit((first as { lease: Lease }).lease, responseFor(key));
+      const again = await s.claim(key, 'fp');
+      if (again.kind !== 'replay') throw new Error(`the second claim answered ${again.kind}`);
+      return JSON.parse(again.response.body).key === key ? 'kept' : 'replayed another key';
+    }
+
+    // Each pair differs in one UTF-16 code unit; a store that keeps either one otherwise than it is joins them.
+    it.each([
+      ['two lone surrogates', '\ud800', '\ud801'],
+      ['U+FFFD and a lone surrogate', '\ufffd', '\ud800'],
+      ['a lone surrogate and a lone low surrogate', '\ud800', '\udc00'],
+      ['a lone surrogate and nothing', '\ud800', ''],
+      ['NUL and nothing', '\u0000', ''],
+    ])('never makes two distinct keys one: %s', async (_case, first, second) => {
+      const s = store();
+      const base = newKey();
+      const outcomes = [
+        await commitThenClaimAgain(s, `${base}-${first}`),
+        await commitThenClaimAgain(s, `${base}-${second}`),
+      ];
+      expect(outcomes.every((outcome) => outcome === 'refused' || outcome === 'kept')).toBe(true);
+    });
+
+    it('refuses a key holding a NUL or a lone surrogate with InvalidKeyError, writing nothing', async () => {
+      const s = store();
+      for (const odd of ['\u0000', '\ud800', '\udfff', 'a\ud83d', '\ude00b']) {
+        const key = `${newKey()}-${odd}`;
+        const refusal = { name: 'InvalidKeyError', reason: 'unstorable_characters' };
+        await expect(s.claim(key, 'fp')).rejects.toMatchObject(refusal);
+        await expect(
+          s.claimAndCommit(key, 'fp', async () => ({ response: created, effects: [] })),
+        ).rejects.toMatchObject(refusal);
+        await expect(s.resume(key)).rejects.toMatchObject(refusal);
+        expect(await h.stored(key.replaceAll(/\p{Cs}/gu, '\ufffd').replaceAll('\u0000', ''))).toBeUndefined();
+      }
+    });
+
+    it('keeps every other character as it is: U+FFFD, U+FFFE, U+FFFF, emoji, controls, unnormalized accents', async () => {
+      const s = store();
+      const base = newKey();
+      const keys = ['\ufffd', '\ufffe', '\uffff', '\u{1f600}', '\u0001\u001f\u007f', '\u00e9', 'e\u0301', '|', ' '].map(
+        (odd) => `${base}-${odd}`,
+      );
+      for (const key of keys) expect(await commitThenClaimAgain(s, key)).toBe('kept');
     });
   });
 
