@@ -11,6 +11,7 @@ import type { IdempotencyStore } from '../engine/contract.js';
 import { ConfigurationError } from '../engine/errors.js';
 import {
   DeadLetterError,
+  InvalidRecordKeyError,
   RecordFencedError,
   RecordInFlightError,
   RecordMismatchError,
@@ -35,7 +36,10 @@ export interface SqsQueueAccess {
    * record's ARN (`https://sqs.<region>.amazonaws.com/<account>/<name>`).
    */
   readonly url?: string;
-  /** The dead-letter queue's URL: records whose function throws {@link DeadLetterError} are moved there at once. */
+  /**
+   * The dead-letter queue's URL: records whose function throws {@link DeadLetterError}, and records with no usable
+   * key ({@link InvalidRecordKeyError}), are moved there at once.
+   */
   readonly deadLetterUrl?: string;
 }
 
@@ -83,6 +87,9 @@ export type SqsIdempotentHandler = (event: SQSEvent, context: Context) => Promis
  * - acknowledged: committed now, or a replay of a key already completed (the function does not run again);
  * - sent back: the function threw (the key is released, keeping its downstream key), another consumer holds the key
  *   (`in_flight`: the original may still fail), the commit was fenced, or a mismatch (see `onMismatch`);
+ * - no usable key (an {@link InvalidRecordKeyError}: an unparsable body, an empty or too long key, or one a store
+ *   can't keep as it is, with a NUL or a lone surrogate): never acknowledged, never run; moved to the dead-letter
+ *   queue at once when `queue.deadLetterUrl` is given (it could never succeed), else sent back until SQS moves it;
  * - FIFO queues (`.fifo` source): after a failure in a message group, the group's later records are sent back
  *   without running, so the group's order holds; other groups go on (Powertools' `skipGroupOnError`).
  *
@@ -136,17 +143,30 @@ export function makeSqsIdempotentHandler<TSummary, TEffect>(
 
     async function handleRecord(record: SQSRecord): Promise<void> {
       try {
-        await settle(await outcomeOrLog(record), record, settings, waiting);
+        const outcome = await outcomeOrLog(record);
+        if (outcome) await settle(outcome, record, settings, waiting);
       } catch (error) {
         errors.push(error instanceof Error ? error : new Error(String(error)));
         throw error;
       }
     }
 
-    async function outcomeOrLog(record: SQSRecord): Promise<RecordOutcome<TSummary>> {
+    /** The record's outcome; undefined when it has no usable key and was moved to the dead-letter queue. */
+    async function outcomeOrLog(record: SQSRecord): Promise<RecordOutcome<TSummary> | undefined> {
       try {
         return await outcomeOf(record);
       } catch (error) {
+        // No usable key: every delivery would derive the same unusable key (a key source is a function of the record),
+        // so, like a DeadLetterError, it goes to the dead-letter queue at once when the handler may send it there.
+        // Never acknowledged otherwise: it fails on each receive until SQS's redrive moves it.
+        if (error instanceof InvalidRecordKeyError && (await moveToDeadLetters(record, settings))) {
+          settings.logger.error('record has no usable idempotency key; moved to the dead-letter queue', {
+            messageId: record.messageId,
+            consumer: settings.name,
+            reason: error.message,
+          });
+          return undefined;
+        }
         // No usable key, or the store unreachable: nothing was claimed, so nothing to release.
         settings.logger.error('record could not be processed; sent back to the queue', {
           messageId: record.messageId,

@@ -1,11 +1,22 @@
 import { randomUUID } from 'node:crypto';
+import { FullBatchFailureError } from '@aws-lambda-powertools/batch';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DynamoDbStore } from '../../lib/dynamodb/store';
 import { createQueueWithDlq, type LocalSqs, type QueueWithDlq, startLocalSqs } from '../../lib/local/sqs';
 import { toSqsRecord } from '../../lib/local/sqs-event';
-import { DeadLetterError, makeSqsIdempotentHandler, queueUrlOf, RetryLaterError, recordIdentity } from '../../lib/sqs';
+import {
+  byBodyField,
+  DeadLetterError,
+  fromBody,
+  makeSqsIdempotentHandler,
+  queueUrlOf,
+  type RecordKeySource,
+  RetryLaterError,
+  recordIdentity,
+} from '../../lib/sqs';
 import { testDatabase } from '../support/dynamodb';
+import { storeHarnesses } from '../support/stores';
 
 /**
  * What the SQS adapter does to the queue itself, against the fauxqs emulator: a record that is not ready comes
@@ -109,6 +120,86 @@ describe('a record whose function throws DeadLetterError', () => {
     expect((await invoke(record)).batchItemFailures).toEqual([]);
     expect(lines).toEqual([{ level: 'error', message: 'record can never succeed; moved to the dead-letter queue' }]);
     expect(await receiveWithin(queue.dlqUrl, 2)).toEqual([JSON.stringify(body)]);
+  });
+});
+
+describe.each(storeHarnesses)('records whose JSON bodies carry lone surrogates, on %s', (_name, harness) => {
+  const h = harness();
+  // A queue of its own: what these tests leave in the dead-letter queue is theirs to read.
+  let own: QueueWithDlq;
+  beforeAll(async () => {
+    own = await createQueueWithDlq(sqs.client, `surrogates-${randomUUID().slice(0, 8)}`, {
+      maxReceiveCount: 5,
+      visibilityTimeoutSeconds: VISIBILITY_SECONDS,
+    });
+  });
+
+  /** Sends `body` as it is (SQS carries only XML characters: `\ud800` travels as its six-character JSON escape). */
+  async function deliverRaw(body: string): Promise<SQSRecord> {
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: own.queueUrl, MessageBody: body }));
+    const { Messages } = await sqs.client.send(
+      new ReceiveMessageCommand({
+        QueueUrl: own.queueUrl,
+        MaxNumberOfMessages: 1,
+        WaitTimeSeconds: 2,
+        MessageSystemAttributeNames: ['All'],
+      }),
+    );
+    const message = Messages?.[0];
+    if (!message) throw new Error('no message received');
+    expect(message.Body).toBe(body);
+    return toSqsRecord(message, { queueArn: own.queueArn, region: 'local' });
+  }
+
+  function orders(key: RecordKeySource, withDeadLetters = true) {
+    const processed: string[] = [];
+    const handler = makeSqsIdempotentHandler({
+      store: h.store(),
+      name: `orders-${randomUUID().slice(0, 8)}`,
+      key,
+      process: async (record) => {
+        processed.push(record.body);
+        return 'shipped';
+      },
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+      ...(withDeadLetters ? { queue: { client: sqs.client, url: own.queueUrl, deadLetterUrl: own.dlqUrl } } : {}),
+    });
+    return { processed, invoke: (record: SQSRecord) => handler({ Records: [record] } as SQSEvent, lambdaContext) };
+  }
+
+  const first = '{"orderId":"ord-\\ud800"}';
+  const second = '{"orderId":"ord-\\ud801"}';
+
+  it.each([
+    ['byBodyField', byBodyField('orderId')],
+    ['fromBody', fromBody((order: { orderId: string }) => order.orderId)],
+  ])(
+    'never acknowledges the second as a replay of the first (%s): both go to the dead-letter queue',
+    async (_source, key) => {
+      const { processed, invoke } = orders(key);
+      for (const body of [first, second]) {
+        const record = await deliverRaw(body);
+        // Acknowledged only because it is now in the dead-letter queue: never run, never taken for another's replay.
+        expect((await invoke(record)).batchItemFailures).toEqual([]);
+      }
+      expect(processed).toEqual([]);
+      const dead = [...(await receiveWithin(own.dlqUrl, 2)), ...(await receiveWithin(own.dlqUrl, 1))];
+      expect(dead.sort()).toEqual([first, second].sort());
+    },
+  );
+
+  it('fails such a record without a dead-letter queue to move it to: never acknowledged, never run', async () => {
+    const { processed, invoke } = orders(byBodyField('orderId'), false);
+    const record = await deliverRaw(first);
+    // Alone in its batch, its failure fails the batch (Powertools' default): SQS delivers it again, as a failure.
+    await expect(invoke(record)).rejects.toBeInstanceOf(FullBatchFailureError);
+    expect(processed).toEqual([]);
+  });
+
+  it('processes both when the key is a subset of the body, hashed losslessly', async () => {
+    const { processed, invoke } = orders(fromBody((order: { orderId: string }) => [order.orderId]));
+    for (const body of [first, second]) expect((await invoke(await deliverRaw(body))).batchItemFailures).toEqual([]);
+    expect(processed).toEqual([first, second]);
   });
 });
 
