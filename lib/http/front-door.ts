@@ -86,8 +86,10 @@ export function requestMethod(event: HttpEvent): string {
 /**
  * The operation a request names, which an idempotency key is scoped to: its method and route template where the
  * front door has one (`POST /payments/{id}`: a REST API's resource, an HTTP API's route key), else its method and
- * path as sent (a function URL, an ALB target, an HTTP API's `$default` route). The same route through a REST API and
- * an HTTP API is the same operation: a key sent to one replays through the other.
+ * path, normalized by {@link operationPath} (a function URL, an ALB target, an HTTP API's `$default` route), so that
+ * `/payments`, `/payments/` and `//payments` are one operation. The same route through a REST API and an HTTP API is
+ * the same operation: a key sent to one replays through the other. To name operations otherwise, give
+ * `httpIdempotency` an `operation` option.
  */
 export function requestOperation(event: HttpEvent): string {
   const door = frontDoorOf(event);
@@ -96,10 +98,44 @@ export function requestOperation(event: HttpEvent): string {
     const v2 = event as APIGatewayProxyEventV2;
     // A route key is `METHOD /template` (`ANY /{proxy+}` too, whose method is the request's), or `$default`.
     const template = / (\/.*)$/.exec(v2.routeKey ?? '')?.[1];
-    return `${method} ${template ?? v2.rawPath}`;
+    return `${method} ${template ?? operationPath(v2.rawPath)}`;
   }
-  if (door === 'alb') return `${method} ${(event as ALBEvent).path}`;
+  if (door === 'alb') return `${method} ${operationPath((event as ALBEvent).path)}`;
   return `${method} ${(event as APIGatewayProxyEvent).resource}`;
+}
+
+/** RFC 3986's unreserved characters: percent-encoding one of them changes nothing (§2.3). */
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/**
+ * A path as sent, normalized for an operation's name where there is no route template: the spellings a client, a
+ * proxy or a hand-typed URL produce for one resource name one operation, so one key with one body runs the handler
+ * once, whichever of them each retry used. Following RFC 3986's normalizations (§6.2.2):
+ *
+ * - percent-encodings of unreserved characters are decoded (`%7E` is `~`, `%2E` is `.`), and the others' hex digits
+ *   upper-cased (`%2f` is `%2F`);
+ * - repeated slashes collapse and a trailing slash is dropped (`//payments/` is `/payments`; the root stays `/`);
+ * - dot segments are removed (`/payments/./` and `/x/../payments` are `/payments`; `..` never climbs above the root).
+ *
+ * An encoded slash (`%2F`) stays what it is, data inside a segment: `/a%2Fb` and `/a/b` remain two operations. Case is
+ * kept (paths are case-sensitive), and the query string is never part of the operation.
+ *
+ * @example
+ * operationPath('//payments/./'); // '/payments'
+ * operationPath('/pay%6dents/');  // '/payments'
+ */
+export function operationPath(path: string): string {
+  const decoded = path.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => {
+    const char = String.fromCharCode(Number.parseInt(hex, 16));
+    return UNRESERVED.test(char) ? char : `%${hex.toUpperCase()}`;
+  });
+  const segments: string[] = [];
+  for (const segment of decoded.split('/')) {
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') segments.pop();
+    else segments.push(segment);
+  }
+  return `/${segments.join('/')}`;
 }
 
 /**

@@ -318,6 +318,88 @@ describe('the same operation through two front doors', () => {
   });
 });
 
+describe('a front door with no route template', () => {
+  const routeless: Door[] = [
+    ...doors.filter((door) => door.name.startsWith('a function URL') || door.name.startsWith('an ALB')),
+    {
+      name: "an HTTP API's $default route",
+      format: 'payload 2.0',
+      event: (spec) => {
+        const event = httpApiEvent(spec, lambdaCaller('acct_1'));
+        return { ...event, routeKey: '$default', requestContext: { ...event.requestContext, routeKey: '$default' } };
+      },
+    },
+  ];
+
+  it.each(routeless)('names one operation by /payments, /payments/ and //payments behind $name', async (door) => {
+    const { call, runs } = service();
+    const key = randomUUID();
+    const answers = [];
+    for (const path of ['/payments', '/payments/', '//payments']) {
+      answers.push(answerOf(door.format, await call(door.event(post(key, payment(), { path })))));
+    }
+    expect(runs).toHaveLength(1);
+    expect(answers.map((answer) => answer.status)).toEqual([201, 201, 201]);
+    expect(answers.map((answer) => answer.headers['idempotent-replayed'])).toEqual([undefined, ['true'], ['true']]);
+    expect(new Set(answers.map((answer) => answer.body)).size).toBe(1);
+  });
+
+  it.each([
+    ['/payments', '/payments'],
+    ['/payments/', '/payments'],
+    ['//payments//', '/payments'],
+    ['/payments/./', '/payments'],
+    ['/refunds/../payments', '/payments'],
+    ['/../payments', '/payments'],
+    ['/pay%6Dents', '/payments'],
+    ['/payments/%2E/', '/payments'],
+    ['/', '/'],
+    ['//', '/'],
+    ['/payments/pay_1/refunds/', '/payments/pay_1/refunds'],
+  ])('normalizes the path %j to %j for the operation', (path, operation) => {
+    expect(requestOperation(functionUrlEvent({ path }))).toBe(`POST ${operation}`);
+    expect(requestOperation(albEvent({ path }))).toBe(`POST ${operation}`);
+  });
+
+  it('keeps an encoded slash, case and other encodings apart: they may name another resource', () => {
+    const operation = (path: string) => requestOperation(functionUrlEvent({ path }));
+    expect(operation('/a%2Fb')).toBe('POST /a%2Fb');
+    expect(operation('/a%2fb')).toBe('POST /a%2Fb');
+    expect(operation('/a%2Fb')).not.toBe(operation('/a/b'));
+    expect(operation('/Payments')).not.toBe(operation('/payments'));
+    expect(operation('/pay%20ments')).toBe('POST /pay%20ments');
+  });
+
+  it('answers 400 problem+json, storing nothing, for a path no store can keep as it is (a lone surrogate)', async () => {
+    const { call, runs } = service();
+    const answer = answerOf(
+      'payload 2.0',
+      await call(
+        functionUrlEvent(post(randomUUID(), payment(), { path: '/pay\ud800' }), {
+          kind: 'iam',
+          accountId: '111122223333',
+        }),
+      ),
+    );
+    expect(answer.status).toBe(400);
+    expect(answer.headers['content-type']).toEqual(['application/problem+json']);
+    expect(JSON.parse(answer.body)).toMatchObject({
+      status: 400,
+      detail: expect.stringContaining('unpaired surrogate'),
+    });
+    expect(runs).toHaveLength(0);
+  });
+
+  it('answers 400 problem+json for a path that makes the stored key longer than a store can keep', async () => {
+    const { call, runs } = service();
+    const path = `/payments/${'x'.repeat(3000)}`;
+    const answer = answerOf('alb', await call(albEvent(post(randomUUID(), payment(), { path }))));
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ status: 400, detail: expect.stringContaining('2048-byte limit') });
+    expect(runs).toHaveLength(0);
+  });
+});
+
 describe('cookies a client sends', () => {
   const spec: RequestSpec = { headers: { Cookie: ['a=1; b=2', 'c=3'] } };
   it.each([
