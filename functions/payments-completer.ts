@@ -5,6 +5,7 @@ import type { RecoveryReport } from 'keystone-idempotency/engine';
 import { MetricService, RecoveryBacklogMetric, RecoveryMetric } from '../lib/metrics/definitions';
 import { processorClient, serviceData } from '../lib/payments/config';
 import { recoverPayments } from '../lib/payments/recovery';
+import { withInvocationDeadline } from '../lib/runtime/deadline';
 import { numberEnv } from '../lib/runtime/env';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
@@ -50,6 +51,8 @@ async function completeAbandonedPayments(_event: ScheduledEvent, context: Contex
   return report;
 }
 
-export const handler = middy<ScheduledEvent, RecoveryReport>(completeAbandonedPayments)
-  .use(tracing('payments-completer', data.tracedClients))
-  .use(publishMetrics(metrics));
+export const handler = withInvocationDeadline(
+  middy<ScheduledEvent, RecoveryReport>(completeAbandonedPayments)
+    .use(tracing('payments-completer', data.tracedClients))
+    .use(publishMetrics(metrics)),
+);

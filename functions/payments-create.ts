@@ -17,6 +17,7 @@ import { MetricService } from '../lib/metrics/definitions';
 import { processorClient, serviceData } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
 import { PaymentRequest } from '../lib/payments/schema';
+import { withInvocationDeadline } from '../lib/runtime/deadline';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
 
@@ -39,11 +40,13 @@ async function createPaymentHandler(event: HttpEvent, context: PaymentContext): 
 }
 
 export const handler = lambdaHandler(
-  middy<HttpEvent, HttpResult, Error, PaymentContext>(createPaymentHandler)
-    .use(tracing('payments', data.tracedClients))
-    .use(publishMetrics(metrics))
-    .use(problemErrorHandler({ logger }))
-    .use(validateJsonBody(PaymentRequest))
-    // Recoverable: a charge whose client never comes back is finished by settlement or the completer.
-    .use(httpIdempotency({ store, logger, metrics, recoverable: true })),
+  withInvocationDeadline(
+    middy<HttpEvent, HttpResult, Error, PaymentContext>(createPaymentHandler)
+      .use(tracing('payments', data.tracedClients))
+      .use(publishMetrics(metrics))
+      .use(problemErrorHandler({ logger }))
+      .use(validateJsonBody(PaymentRequest))
+      // Recoverable: a charge whose client never comes back is finished by settlement or the completer.
+      .use(httpIdempotency({ store, logger, metrics, recoverable: true })),
+  ),
 );

@@ -10,6 +10,7 @@ import {
 } from 'keystone-idempotency/http';
 import { serviceData } from '../lib/payments/config';
 import { isPaymentId } from '../lib/payments/payment';
+import { withInvocationDeadline } from '../lib/runtime/deadline';
 import { tracing } from '../lib/runtime/tracing';
 
 /**
@@ -31,6 +32,8 @@ async function getPaymentHandler(event: ApiGatewayEvent): Promise<APIGatewayProx
   return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(payment) };
 }
 
-export const handler = middy<ApiGatewayEvent, HttpResult>(getPaymentHandler)
-  .use(tracing('payments', data.tracedClients))
-  .use(problemErrorHandler({ logger }));
+export const handler = withInvocationDeadline(
+  middy<ApiGatewayEvent, HttpResult>(getPaymentHandler)
+    .use(tracing('payments', data.tracedClients))
+    .use(problemErrorHandler({ logger })),
+);

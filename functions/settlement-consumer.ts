@@ -4,6 +4,7 @@ import { systemClock } from 'keystone-idempotency/engine';
 import { byBodyField, makeSqsIdempotentHandler } from 'keystone-idempotency/sqs';
 import { MetricService } from '../lib/metrics/definitions';
 import { serviceData } from '../lib/payments/config';
+import { withInvocationDeadline } from '../lib/runtime/deadline';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
 import { mailerClient, settlementDeadLetterUrl, settlementQueueUrl, sqsClient } from '../lib/settlement/config';
@@ -36,4 +37,6 @@ const settle = makeSqsIdempotentHandler({
   logger,
 });
 
-export const handler = middy(settle).use(tracing('settlement', data.tracedClients)).use(publishMetrics(metrics));
+export const handler = withInvocationDeadline(
+  middy(settle).use(tracing('settlement', data.tracedClients)).use(publishMetrics(metrics)),
+);

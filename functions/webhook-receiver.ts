@@ -14,6 +14,7 @@ import {
 import { sqsMessageBody } from 'keystone-idempotency/sqs';
 import { MetricService } from '../lib/metrics/definitions';
 import { serviceData } from '../lib/payments/config';
+import { withInvocationDeadline } from '../lib/runtime/deadline';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { secretFromEnv } from '../lib/runtime/secrets';
 import { tracing } from '../lib/runtime/tracing';
@@ -50,19 +51,21 @@ async function receiveWebhook(_event: HttpEvent, context: WebhookContext): Promi
   return { statusCode: 200, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(acknowledgement) };
 }
 
-export const handler = middy<HttpEvent, HttpResult, Error, WebhookContext>(receiveWebhook)
-  .use(tracing('webhooks', [...data.tracedClients, sqs]))
-  .use(publishMetrics(metrics))
-  .use(problemErrorHandler({ logger }))
-  .use(verifyWebhookSignature({ secret, clock: systemClock }))
-  .use(validateJsonBody(ChargeSucceededEvent))
-  .use(
-    httpIdempotency({
-      store,
-      logger,
-      metrics,
-      // The processor is the caller and the event id is its idempotency key.
-      accountId: () => 'processor',
-      key: (_event, context) => (context as WebhookContext).body.id,
-    }),
-  );
+export const handler = withInvocationDeadline(
+  middy<HttpEvent, HttpResult, Error, WebhookContext>(receiveWebhook)
+    .use(tracing('webhooks', [...data.tracedClients, sqs]))
+    .use(publishMetrics(metrics))
+    .use(problemErrorHandler({ logger }))
+    .use(verifyWebhookSignature({ secret, clock: systemClock }))
+    .use(validateJsonBody(ChargeSucceededEvent))
+    .use(
+      httpIdempotency({
+        store,
+        logger,
+        metrics,
+        // The processor is the caller and the event id is its idempotency key.
+        accountId: () => 'processor',
+        key: (_event, context) => (context as WebhookContext).body.id,
+      }),
+    ),
+);

@@ -10,7 +10,7 @@ import {
   type ResumeOptions,
   type ResumeOutcome,
 } from './contract.js';
-import { decide, isExpired } from './decide.js';
+import { type Decision, decide, isExpired } from './decide.js';
 import { ConfigurationError, ContendedError, ResponseTooLargeError } from './errors.js';
 import { assertStorableKey } from './key.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
@@ -35,7 +35,12 @@ export interface ClaimSettings {
  */
 export type Seen =
   | { readonly kind: 'acquired'; readonly lease: Lease }
-  | { readonly kind: 'record'; readonly record: IdempotencyRecord | undefined };
+  | { readonly kind: 'record'; readonly record: IdempotencyRecord | undefined }
+  /**
+   * Another session held the record past the store's lock timeout (a commit under way, or one whose connection went
+   * silent); `record` is what is committed (even past its expiry). Never written over: a duplicate is told to come back.
+   */
+  | { readonly kind: 'held'; readonly record: IdempotencyRecord | undefined };
 
 /** A store's ownership writes and its read, which the rounds below drive. */
 export interface OwnershipWrites {
@@ -75,7 +80,12 @@ export async function claimRounds(
   for (;;) {
     if (seen.kind === 'acquired') return { kind: 'acquired', lease: seen.lease };
     const now = store.clock.now();
-    const decision = decide(seen.record, fingerprint, now);
+    let decision = decide(seen.record, fingerprint, now);
+    if (seen.kind === 'held' && (decision.kind === 'fresh' || decision.kind === 'takeover')) {
+      // What is committed would have us write, but the session holding the row may still commit over it: in flight.
+      if (seen.record === undefined) throw new ContendedError(key);
+      decision = heldInFlight(seen.record, now);
+    }
     if (decision.kind === 'fresh' || decision.kind === 'takeover') {
       // The record changed between our write and our reading of it; a few rounds settle any real race.
       if (++writes > MAX_CLAIM_ROUNDS) throw new ContendedError(key);
@@ -92,6 +102,18 @@ export async function claimRounds(
     pollMs = Math.min(pollMs * 2, POLL_MAX_MS);
     seen = { kind: 'record', record: await store.get(key) };
   }
+}
+
+/** How soon to come back to a record another session holds: soon, as for any live owner (most finish in ms). */
+const HELD_RETRY_AFTER_MS = 1000;
+
+function heldInFlight(record: IdempotencyRecord, now: number): Extract<Decision, { kind: 'in_flight' }> {
+  return {
+    kind: 'in_flight',
+    retryAfterMs: HELD_RETRY_AFTER_MS,
+    leaseRemainingMs: Math.max(HELD_RETRY_AFTER_MS, record.leaseExpiresAt - now),
+    record,
+  };
 }
 
 /**
@@ -123,6 +145,10 @@ export async function resumeRounds(
       case 'takeover': {
         const seen = await store.takeOver(record, now, { recoverable: true, leaseMs: store.leaseMs });
         if (seen.kind === 'acquired') return seen;
+        if (seen.kind === 'held') {
+          const { retryAfterMs } = heldInFlight(seen.record ?? record, now);
+          return { kind: 'in_flight', retryAfterMs, record: seen.record ?? record };
+        }
         record = seen.record && !isExpired(seen.record, store.clock.now()) ? seen.record : undefined;
       }
     }

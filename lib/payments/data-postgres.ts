@@ -1,4 +1,5 @@
 import { type PostgresEffect, PostgresStore } from 'keystone-idempotency/postgres';
+import { invocationDeadline } from '../runtime/deadline';
 import { postgresPool } from '../runtime/postgres';
 import type { ServiceData } from './config';
 import { lifetimes } from './lifetimes';
@@ -10,7 +11,8 @@ type Env = Readonly<Record<string, string | undefined>>;
 export function postgresData(env: Env = process.env): ServiceData<PostgresEffect> {
   const pool = postgresPool(env);
   const schema = env.DATABASE_SCHEMA ? { schema: env.DATABASE_SCHEMA } : {};
-  const store = new PostgresStore({ pool, ...schema, ...lifetimes(env) });
+  // Every query waits at most what the invocation has left (functions are wrapped by withInvocationDeadline).
+  const store = new PostgresStore({ pool, ...schema, ...lifetimes(env), deadline: invocationDeadline });
   return {
     kind: 'postgres',
     store,

@@ -31,6 +31,23 @@ export interface ProvisionOutcome {
 }
 
 /**
+ * The session timeouts of every function's role (ALTER ROLE ... SET: each new session starts with them), so that no
+ * wait of the service's own on PostgreSQL is unbounded, whatever the code forgets:
+ * - `statement_timeout` 10 s: the service's statements take milliseconds, and the longest a function waits is an API
+ *   request's (the integration gives up well under 30 s); a statement still running after 10 s serves no caller, and
+ *   stopping it frees what it holds. The store narrows it further, to the invocation's time left, in its transactions.
+ * - `idle_in_transaction_session_timeout` 5 s: no function keeps a transaction open across anything but its own
+ *   statements, so a session idle in one for 5 s has lost its function (a partition, a proxy that stopped
+ *   forwarding, a runtime that was frozen or killed) and is holding row locks for nobody: the server ends it. The
+ *   store sets the same on each of its transactions, for databases whose roles don't.
+ * - `lock_timeout` is left to the store, which sets it on the statements that wait on a key's row.
+ */
+export const ROLE_TIMEOUTS = {
+  statement_timeout: '10s',
+  idle_in_transaction_session_timeout: '5s',
+} as const;
+
+/**
  * Marks the roles this provisioning owns for a schema (and may drop when their function goes): a comment on the role.
  * Roles are the server's, not the database's: the schema in the mark keeps two services' (or two tests') apart.
  */
@@ -91,6 +108,9 @@ export async function provisionRoles(
           await client.query(`ALTER ROLE ${name} PASSWORD NULL`);
         } else {
           await client.query(`ALTER ROLE ${name} PASSWORD ${literal(options.authentication.password)}`);
+        }
+        for (const [setting, value] of Object.entries(ROLE_TIMEOUTS)) {
+          await client.query(`ALTER ROLE ${name} SET ${setting} = ${literal(value)}`);
         }
         await client.query(`GRANT USAGE ON SCHEMA ${schema} TO ${name}`);
         // From nothing to exactly the declared privileges, every time: a privilege removed from a spec goes too.

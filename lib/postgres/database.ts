@@ -1,5 +1,6 @@
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
-import { isConflict, isConnectionFailure, isSkipped } from './database-errors.js';
+import { IdempotencyError } from '../engine/errors.js';
+import { isConflict, isConnectionFailure, isQueryTimeout, isSkipped } from './database-errors.js';
 
 /** One SQL statement and its parameters (`$1`, `$2`, ...). */
 export interface Statement {
@@ -34,6 +35,16 @@ export interface RetryPolicy {
   readonly conflictAttempts?: number;
 }
 
+export interface DatabaseOptions extends RetryPolicy {
+  /**
+   * When the current call must have had its answer, in epoch milliseconds (wall time, whatever clock the records
+   * use), or undefined when it has no deadline of its own. Every query is sent with what is left as its timeout, a
+   * transaction sets it as its `statement_timeout`, and no attempt starts once it has passed: a reply that never
+   * comes (a partition, a proxy that stopped forwarding) costs the call its own remaining time, no more.
+   */
+  readonly deadline?: () => number | undefined;
+}
+
 /** What a step never sent (an earlier step had already failed) reports. */
 const NOT_SENT = Object.freeze(new Error('not sent: an earlier step of the transaction failed'));
 
@@ -51,19 +62,30 @@ const NOT_SENT = Object.freeze(new Error('not sent: an earlier step of the trans
 export class Database {
   private readonly connectionAttempts: number;
   private readonly conflictAttempts: number;
+  private readonly deadline: () => number | undefined;
 
   constructor(
     private readonly pool: Pick<Pool, 'connect'>,
-    policy: RetryPolicy = {},
+    options: DatabaseOptions = {},
   ) {
-    this.connectionAttempts = Math.max(1, policy.connectionAttempts ?? 3);
-    this.conflictAttempts = Math.max(1, policy.conflictAttempts ?? 5);
+    this.connectionAttempts = Math.max(1, options.connectionAttempts ?? 3);
+    this.conflictAttempts = Math.max(1, options.conflictAttempts ?? 5);
+    this.deadline = options.deadline ?? (() => undefined);
+  }
+
+  /**
+   * What is left of the current call's time, in ms, or undefined without a deadline. Wall time, not the store's
+   * injected clock: pg's timers and the invocation's end are real, and a frozen test clock must not freeze them.
+   */
+  timeLeftMs(): number | undefined {
+    const deadline = this.deadline();
+    return deadline === undefined ? undefined : Math.floor(deadline - Date.now());
   }
 
   /** One statement on its own (its own transaction): one round trip. */
   async query<R extends QueryResultRow = QueryResultRow>(statement: Statement): Promise<QueryResult<R>> {
     const outcome = await this.retrying(
-      async (client) => settle(client.query<R>(config(statement))),
+      async (client, timeLeft) => settle(client.query<R>(config(statement, timeLeft()))),
       (settled) => (settled.ok ? undefined : settled.error),
     );
     if (!outcome.ok) throw outcome.error;
@@ -77,26 +99,36 @@ export class Database {
    * it throws only when the call could not be made at all (the connection failed on every attempt).
    */
   async transaction(steps: readonly Step[]): Promise<TransactionOutcome> {
-    return this.retrying((client) => run(client, steps), firstFailure);
+    return this.retrying((client, timeLeft) => run(client, steps, timeLeft), firstFailure);
   }
 
   /**
    * Runs `attempt` on a pooled connection, again on a fresh one while its first failure (as `failureOf` finds it) is
-   * a failed connection or a conflict, within the attempts allowed. A connection that failed is destroyed, not
-   * returned to the pool.
+   * a failed connection or a conflict, within the attempts allowed and the call's deadline. A connection that failed
+   * or timed out is destroyed, not returned to the pool: a timed-out query may still be running on it.
    */
-  private async retrying<T>(attempt: (client: PoolClient) => Promise<T>, failureOf: (value: T) => unknown): Promise<T> {
+  private async retrying<T>(
+    attempt: (client: PoolClient, timeLeft: () => number | undefined) => Promise<T>,
+    failureOf: (value: T) => unknown,
+  ): Promise<T> {
     let connectionFailures = 0;
     let conflicts = 0;
+    let lastFailure: unknown;
     for (;;) {
+      const left = this.timeLeftMs();
+      if (left !== undefined && left <= 0) {
+        throw lastFailure ?? new IdempotencyError('the call ran out of time before PostgreSQL could be asked');
+      }
       let client: PoolClient;
       try {
-        client = await this.pool.connect();
+        client = await connectWithin(this.pool, left);
       } catch (error) {
+        lastFailure = error;
         if (++connectionFailures >= this.connectionAttempts) throw error;
         await sleep(25 * connectionFailures);
         continue;
       }
+      guard(client);
       let lost: unknown;
       const onError = (error: unknown) => {
         lost ??= error;
@@ -104,13 +136,17 @@ export class Database {
       client.on('error', onError);
       let value: T;
       try {
-        value = await attempt(client);
+        value = await attempt(client, () => this.timeLeftMs());
       } finally {
         client.removeListener('error', onError);
-        client.release(lost === undefined ? undefined : (lost as Error));
       }
       const failure = failureOf(value);
+      const broken = lost ?? (failure !== undefined && (isConnectionFailure(failure) || isQueryTimeout(failure)));
+      client.release(broken ? asError(lost ?? failure) : undefined);
       if (failure === undefined) return value;
+      lastFailure = failure;
+      // Out of time: the call's own deadline passed while PostgreSQL said nothing. Not sent again.
+      if (isQueryTimeout(failure)) throw failure;
       if (lost !== undefined || isConnectionFailure(failure)) {
         if (++connectionFailures >= this.connectionAttempts) throw lost ?? failure;
         await sleep(25 * connectionFailures);
@@ -125,11 +161,55 @@ export class Database {
   }
 }
 
-async function run(client: PoolClient, steps: readonly Step[]): Promise<TransactionOutcome> {
+/**
+ * A client that ever passed through the store keeps a listener for its `error` event for good: pg emits it again
+ * when a dead socket finally closes (after its queries already failed), possibly after the client left the pool,
+ * and an `error` with no listener ends the process: a Lambda runtime, or the local stack's worker.
+ */
+const guarded = new WeakSet<PoolClient>();
+function guard(client: PoolClient): void {
+  if (guarded.has(client)) return;
+  guarded.add(client);
+  client.on('error', () => undefined);
+}
+
+/**
+ * A connection from the pool, waited for no longer than the call has left: a pool whose connections are all held
+ * (by stalled calls, say) must not hang this one. One that arrives too late goes straight back.
+ */
+async function connectWithin(pool: Pick<Pool, 'connect'>, timeoutMs: number | undefined): Promise<PoolClient> {
+  const connecting = pool.connect();
+  if (timeoutMs === undefined) return connecting;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      connecting.then(
+        (late) => late.release(),
+        () => undefined,
+      );
+      reject(new IdempotencyError(`no PostgreSQL connection came free within the ${timeoutMs} ms the call had left`));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([connecting, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function asError(value: unknown): Error {
+  return value instanceof Error ? value : new Error(String(value));
+}
+
+async function run(
+  client: PoolClient,
+  steps: readonly Step[],
+  timeLeft: () => number | undefined,
+): Promise<TransactionOutcome> {
   const pipelined = (client as { pipeline?: boolean }).pipeline === true;
-  const send = (statement: Statement) => settle(client.query(config(statement)));
+  const send = (statement: Statement) => settle(client.query(config(statement, timeLeft())));
   const tx: Queryable = {
-    query: (text, values) => client.query({ text, ...(values ? { values: [...values] } : {}) }),
+    query: (text, values) => client.query(config({ text, ...(values ? { values } : {}) }, timeLeft())),
   };
   const begin = send({ text: 'BEGIN' });
   let failed = !pipelined && !(await begin).ok;
@@ -170,8 +250,16 @@ function firstFailure(outcome: TransactionOutcome): unknown {
   return firstFailedStep(outcome)?.error;
 }
 
-function config(statement: Statement): { text: string; values?: unknown[] } {
-  return { text: statement.text, ...(statement.values ? { values: [...statement.values] } : {}) };
+/** pg's query config; with the time the call has left as its `query_timeout` (pg's 0 would mean none). */
+function config(
+  statement: Statement,
+  timeoutMs?: number,
+): { text: string; values?: unknown[]; query_timeout?: number } {
+  return {
+    text: statement.text,
+    ...(statement.values ? { values: [...statement.values] } : {}),
+    ...(timeoutMs === undefined ? {} : { query_timeout: Math.max(1, timeoutMs) }),
+  };
 }
 
 async function settle<T>(promise: Promise<T>): Promise<{ ok: true; result: T } | { ok: false; error: unknown }> {

@@ -52,12 +52,51 @@ const OVERWRITE = COLUMNS.split(', ')
   .map((column) => `${column} = EXCLUDED.${column}`)
   .join(', ');
 
+/** Each column's type, in {@link COLUMNS} order: an INSERT from a SELECT learns no parameter type from its target. */
+const COLUMN_TYPES = [
+  'text',
+  'text',
+  'text',
+  'text',
+  'text',
+  'timestamptz',
+  'text',
+  'integer',
+  'timestamptz',
+  'timestamptz',
+  'timestamptz',
+  'timestamptz',
+  'smallint',
+  'jsonb',
+  'bytea',
+  'boolean',
+];
+const TYPED_PLACEHOLDERS = COLUMN_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
+
+/**
+ * A CTE that sets `lock_timeout` for the rest of this one statement (its own implicit transaction: `set_config`'s
+ * `is_local`), so that a write waiting on a row another session holds gives up after it with 55P03 instead of
+ * waiting for as long as that session lives: one that went silent mid-commit holds its row until the server ends it.
+ * A SET would cost a round trip of its own (or a transaction around the statement); this is one statement still.
+ * The write reads from it (`FROM bounded`), so it is set before the write can wait on anything.
+ */
+function lockBound(timeoutParam: string): string {
+  return `bounded AS MATERIALIZED (SELECT set_config('lock_timeout', ${timeoutParam}, true) AS lock_timeout)`;
+}
+
 /**
  * A write, followed in the same statement by the record that stopped it: `written` says which of the two came back.
  * The fallback read sees the statement's snapshot, taken before any lock the write waited on.
  */
-function writtenOrSeen(names: TableNames, write: string, scopeParam: string, keyParam: string): string {
-  return `WITH written AS (${write} RETURNING ${recordJson('cur')} AS record)
+function writtenOrSeen(
+  names: TableNames,
+  write: string,
+  scopeParam: string,
+  keyParam: string,
+  lockTimeoutParam: string,
+): string {
+  return `WITH ${lockBound(lockTimeoutParam)},
+written AS (${write} RETURNING ${recordJson('cur')} AS record)
 SELECT true AS written, record FROM written
 UNION ALL
 SELECT false, ${recordJson('r')} FROM ${names.table} AS r
@@ -69,28 +108,52 @@ SELECT false, ${recordJson('r')} FROM ${names.table} AS r
  * key, attempt 1). Of any number of concurrent claims exactly one inserts; the others wait on the primary key for it
  * to commit, and find it there, not free. An unfinished recoverable operation is never free: it has no expiry, and
  * `expires_at <= now` is never true of a null.
+ *
+ * The record as committed is read first, without a lock, and when it is there and not free the statement writes
+ * nothing and answers with it: `ON CONFLICT DO UPDATE` would lock the row even when its condition then fails, and so
+ * wait on any session holding it. A replay of a completed key, or a duplicate of one in flight, answers from what is
+ * committed however long another session holds the row. Only a key that looks free is written, and that wait is
+ * bounded by the lock timeout ($18).
  */
-export function claimFresh(names: TableNames, record: IdempotencyRecord, now: number): Statement {
+export function claimFresh(
+  names: TableNames,
+  record: IdempotencyRecord,
+  now: number,
+  lockTimeoutMs: number,
+): Statement {
   return {
-    text: writtenOrSeen(
-      names,
-      `INSERT INTO ${names.table} AS cur (${COLUMNS}) VALUES (${PLACEHOLDERS})
-ON CONFLICT (scope, key) DO UPDATE SET ${OVERWRITE} WHERE cur.expires_at <= $17`,
-      '$1',
-      '$2',
-    ),
-    values: [...recordValues(record, undefined), at(now)],
+    text: `WITH ${lockBound('$18')},
+seen AS MATERIALIZED (
+  SELECT ${recordJson('r')} AS record, coalesce(r.expires_at <= $17, false) AS free
+    FROM ${names.table} AS r WHERE r.scope = $1::text AND r.key = $2::text
+),
+written AS (
+  INSERT INTO ${names.table} AS cur (${COLUMNS})
+  SELECT claimed.* FROM (VALUES (${TYPED_PLACEHOLDERS})) AS claimed, bounded
+   WHERE NOT EXISTS (SELECT FROM seen WHERE NOT seen.free)
+  ON CONFLICT (scope, key) DO UPDATE SET ${OVERWRITE} WHERE cur.expires_at <= $17
+  RETURNING ${recordJson('cur')} AS record
+)
+SELECT true AS written, record FROM written
+UNION ALL
+SELECT false, record FROM seen WHERE NOT EXISTS (SELECT FROM written)`,
+    values: [...recordValues(record, undefined), at(now), String(lockTimeoutMs)],
   };
 }
 
 /**
  * Take over a record whose owner is gone (lease ran out) or that was released or abandoned: a new lease token and
  * lease, one more attempt, fingerprint and downstream key kept. Conditioned on the record being exactly as seen, so
- * of two concurrent takeovers one wins: the other waits for its row lock, then finds another lease token. A
- * recoverable operation is (again) in the recovery set, due when the new lease ends, with no expiry; any other
- * record keeps one.
+ * of two concurrent takeovers one wins: the other waits for its row lock (at most the lock timeout, $9), then finds
+ * another lease token. A recoverable operation is (again) in the recovery set, due when the new lease ends, with no
+ * expiry; any other record keeps one.
  */
-export function takeOver(names: TableNames, previous: IdempotencyRecord, next: IdempotencyRecord): Statement {
+export function takeOver(
+  names: TableNames,
+  previous: IdempotencyRecord,
+  next: IdempotencyRecord,
+  lockTimeoutMs: number,
+): Statement {
   const { scope, clientKey } = splitScopedKey(previous.key);
   return {
     text: writtenOrSeen(
@@ -98,9 +161,11 @@ export function takeOver(names: TableNames, previous: IdempotencyRecord, next: I
       `UPDATE ${names.table} AS cur
    SET status = '${RecordStatus.InProgress}', lease_token = $3, lease_expires_at = $4, expires_at = $5,
        attempt = cur.attempt + 1, recover_at = $6
+  FROM bounded
  WHERE cur.scope = $1 AND cur.key = $2 AND cur.lease_token = $7 AND cur.status = $8`,
       '$1',
       '$2',
+      '$9',
     ),
     values: [
       scope,
@@ -111,6 +176,7 @@ export function takeOver(names: TableNames, previous: IdempotencyRecord, next: I
       next.recoverAt === undefined ? null : at(next.recoverAt),
       previous.leaseToken,
       previous.status,
+      String(lockTimeoutMs),
     ],
   };
 }
@@ -145,7 +211,8 @@ SELECT ${names.fence}((SELECT count(*) FROM done), $1, $2)`,
  * Ends this owner's lease with a new status (released, abandoned): the lease ends now, and `change` says what becomes
  * of `recover_at` and `expires_at` (a field left out is unchanged). Conditioned on still owning the record in
  * progress. `ended` is true when it did, or when the record already holds exactly this ending under this owner's
- * token (its own earlier call, whose reply was lost).
+ * token (its own earlier call, whose reply was lost). Its wait on a session holding the row (its own commit, gone
+ * silent) is bounded by the lock timeout.
  */
 export function endLease(
   names: TableNames,
@@ -153,6 +220,7 @@ export function endLease(
   status: RecordStatus,
   now: number,
   change: { readonly recoverAt?: number | null; readonly expiresAt?: number | null },
+  lockTimeoutMs: number,
 ): Statement {
   const { scope, clientKey } = splitScopedKey(lease.key);
   const values: unknown[] = [scope, clientKey, status, at(now), lease.leaseToken];
@@ -165,10 +233,13 @@ export function endLease(
     values.push(atSeconds(change.expiresAt ?? undefined));
     sets.push(`expires_at = $${values.length}`);
   }
+  values.push(String(lockTimeoutMs));
   return {
-    text: `WITH ended AS (
-  UPDATE ${names.table} SET ${sets.join(', ')}
-   WHERE scope = $1 AND key = $2 AND lease_token = $5 AND status = '${RecordStatus.InProgress}'
+    text: `WITH ${lockBound(`$${values.length}`)},
+ended AS (
+  UPDATE ${names.table} AS cur SET ${sets.join(', ')}
+    FROM bounded
+   WHERE cur.scope = $1 AND cur.key = $2 AND cur.lease_token = $5 AND cur.status = '${RecordStatus.InProgress}'
   RETURNING 1
 )
 SELECT EXISTS (SELECT FROM ended)
@@ -227,7 +298,10 @@ export function read(names: TableNames, key: string): Statement {
   };
 }
 
-/** The recovery set's due operations, oldest first: the partial index on `recover_at`, never the table. */
+/**
+ * The recovery set's due operations, oldest first: the partial index on `recover_at`, never the table. With each,
+ * its `created_at` (kept by every takeover and release), from which recovery tells when it was first due.
+ */
 export function due(names: TableNames, now: number, limit: number): Statement {
   return {
     text: `SELECT scope, key, floor(extract(epoch FROM recover_at) * 1000) AS recover_at_ms FROM ${names.table}
@@ -249,5 +323,33 @@ export function purgeBatch(names: TableNames, now: number, limit: number): State
  USING (SELECT scope, key FROM ${names.table} WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) AS expired
  WHERE r.scope = expired.scope AND r.key = expired.key`,
     values: [at(now), limit],
+  };
+}
+
+/**
+ * The first statement of each of the store's transactions: its bounds, for this transaction only (`is_local`), in
+ * the same round trip as the rest when the pool pipelines.
+ * - `idle_in_transaction_session_timeout`: the store never holds a transaction open across anything but its own
+ *   statements (and an effect function's queries), so a transaction left idle this long has lost its client (a
+ *   partition, a proxy that stopped forwarding): the server ends the session and its row locks go with it, instead
+ *   of holding the key until TCP notices, hours later.
+ * - `lock_timeout`, when given: how long the transaction's first write waits on a row another session holds.
+ * - `statement_timeout`, when given: the time the call has left; a statement the caller stopped waiting for stops.
+ * A bound not given stays what the session has (the role's or the database's setting).
+ */
+export function transactionBounds(bounds: {
+  readonly idleMs: number;
+  readonly lockMs?: number;
+  readonly statementMs?: number;
+}): Statement {
+  return {
+    text: `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
+       set_config('lock_timeout', coalesce($2, current_setting('lock_timeout')), true),
+       set_config('statement_timeout', coalesce($3, current_setting('statement_timeout')), true)`,
+    values: [
+      String(bounds.idleMs),
+      bounds.lockMs === undefined ? null : String(bounds.lockMs),
+      bounds.statementMs === undefined ? null : String(Math.max(1, bounds.statementMs)),
+    ],
   };
 }

@@ -38,7 +38,14 @@ import {
 } from '../engine/ownership.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
 import { fromDetail, fromJson, type RecordJson } from './codec.js';
-import { Database, firstFailedStep, type Queryable, type RetryPolicy, type Statement, type Step } from './database.js';
+import {
+  Database,
+  type DatabaseOptions,
+  firstFailedStep,
+  type Queryable,
+  type Statement,
+  type Step,
+} from './database.js';
 import { effectConditionFailure, isLockTimeout, sqlState } from './database-errors.js';
 import { FENCE_SQLSTATE, type TableNames, type TableOptions, tableNames } from './schema.js';
 import * as sql from './statements.js';
@@ -67,7 +74,7 @@ export interface PostgresStatement {
   readonly expectRows?: number;
 }
 
-export interface PostgresStoreOptions extends StoreLifetimeOptions, TableOptions, RetryPolicy {
+export interface PostgresStoreOptions extends StoreLifetimeOptions, TableOptions, DatabaseOptions {
   /** A pg `Pool`; created with `pipeline: true`, a commit with its statements is one round trip. */
   readonly pool: Pick<Pool, 'connect'>;
   /** Largest stored response (body plus headers, bytes). Default 1 MiB. */
@@ -75,19 +82,33 @@ export interface PostgresStoreOptions extends StoreLifetimeOptions, TableOptions
   /** Most effects one commit carries. Default 1000. */
   readonly maxEffects?: number;
   /**
-   * How long a one-shot commit waits for another transaction holding its key (a concurrent duplicate's, or a
-   * committing owner's) before answering in flight. Default 1000 ms.
+   * How long a claim, a takeover, a release or a one-shot commit waits for another session holding its key (a
+   * concurrent duplicate's, a committing owner's, or one whose connection went silent mid-commit) before answering
+   * in flight. Default 1000 ms: a commit holds its row for a round trip or two, so a wait that long means it is
+   * stuck, and a client told 409 with `Retry-After` does better than one whose request hangs.
    */
   readonly lockTimeoutMs?: number;
+  /**
+   * How long one of the store's transactions may sit idle (waiting for its client's next statement) before the
+   * server ends its session, releasing its row locks: set in each transaction, whatever the database's setting.
+   * Default 5000 ms: its statements are written back to back, so an idle gap is a round trip or an effect
+   * function's own code; five seconds of silence is a client that is gone, and ending it frees the key within a
+   * short lease's reach instead of when TCP gives up.
+   */
+  readonly idleInTransactionTimeoutMs?: number;
 }
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 export const DEFAULT_MAX_EFFECTS = 1000;
 export const DEFAULT_LOCK_TIMEOUT_MS = 1000;
+export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 5000;
 
-/** Where the lock timeout is set and reset around the one-shot's claim: its effects follow at this index. */
+/** The one-shot's claim follows its bounds; its lock timeout is reset after it, and its effects follow. */
 const ONE_SHOT_CLAIM_STEP = 1;
 const ONE_SHOT_EFFECTS_FROM = 3;
+/** A commit's fenced completion follows its bounds, and its effects follow the completion. */
+const COMMIT_COMPLETION_STEP = 1;
+const COMMIT_EFFECTS_FROM = 2;
 
 /**
  * The idempotency engine's store on PostgreSQL: the same protocol as on DynamoDB, step for step, each step a
@@ -136,6 +157,7 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
   /** What the engine's rounds of claimAndCommit need of this store. */
   private readonly oneShot: OneShotStore;
   private readonly lockTimeoutMs: number;
+  private readonly idleInTransactionTimeoutMs: number;
 
   constructor(options: PostgresStoreOptions) {
     const { leaseMs, ttlSeconds } = storeTimings(options);
@@ -143,6 +165,11 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
     if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 1) {
       throw new ConfigurationError(`lockTimeoutMs must be a positive whole number of ms, got ${lockTimeoutMs}`);
     }
+    const idleMs = options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS;
+    if (!Number.isInteger(idleMs) || idleMs < 1) {
+      throw new ConfigurationError(`idleInTransactionTimeoutMs must be a positive whole number of ms, got ${idleMs}`);
+    }
+    this.idleInTransactionTimeoutMs = idleMs;
     if (!options.pool) throw new ConfigurationError('pool is required');
     this.names = tableNames(options);
     this.db = new Database(options.pool, options);
@@ -205,11 +232,15 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
       }
       return;
     }
-    const outcome = await this.db.transaction([completion, ...effects.map((effect, i) => this.effectStep(effect, i))]);
+    const outcome = await this.db.transaction([
+      this.bounds(),
+      completion,
+      ...effects.map((effect, i) => this.effectStep(effect, i)),
+    ]);
     if (outcome.committed) return;
     const failed = firstFailedStep(outcome);
-    if (failed?.step === 0) return this.fenced(lease, failed.error);
-    this.throwEffectFailure(lease.key, failed, 1);
+    if (failed?.step === COMMIT_COMPLETION_STEP) return this.fenced(lease, failed.error);
+    this.throwEffectFailure(lease.key, failed, COMMIT_EFFECTS_FROM);
   }
 
   /**
@@ -275,8 +306,9 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
     return oneShotRounds(this.oneShot, key, fingerprint, build, async ({ record, previous, effects, now }) => {
       if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
       const outcome = await this.db.transaction([
-        // The wait on a concurrent duplicate's transaction is bounded; the effects' own statements are not.
-        { text: `SET LOCAL lock_timeout = ${this.lockTimeoutMs}` },
+        // The wait on a concurrent duplicate's transaction is bounded by the lock timeout; the effects' own waits by
+        // the call's time left.
+        this.bounds(this.lockTimeoutMs),
         sql.commitOneShot(this.names, record, previous, now),
         { text: 'SET LOCAL lock_timeout TO DEFAULT' },
         ...effects.map((effect, i) => this.effectStep(effect, i)),
@@ -380,7 +412,9 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
     now: number,
     change: { recoverAt?: number | null; expiresAt?: number | null },
   ): Promise<boolean> {
-    const { rows } = await this.db.query<{ ended: boolean }>(sql.endLease(this.names, lease, status, now, change));
+    const { rows } = await this.db.query<{ ended: boolean }>(
+      sql.endLease(this.names, lease, status, now, change, this.lockTimeoutMs),
+    );
     return rows[0]?.ended === true;
   }
 
@@ -396,7 +430,7 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
   private async putFresh(key: string, fingerprint: string, claim: ClaimSettings): Promise<Seen> {
     const now = this.clock.now();
     const record = freshClaimRecord(key, fingerprint, claim, this.recordSource(now));
-    return this.written(key, sql.claimFresh(this.names, record, now), record, false);
+    return this.written(key, sql.claimFresh(this.names, record, now, this.lockTimeoutMs), record, false);
   }
 
   /**
@@ -405,13 +439,14 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
    */
   private async takeOver(previous: IdempotencyRecord, now: number, claim: ClaimSettings): Promise<Seen> {
     const record = takeoverRecord(previous, claim, this.recordSource(now));
-    return this.written(previous.key, sql.takeOver(this.names, previous, record), record, true);
+    return this.written(previous.key, sql.takeOver(this.names, previous, record, this.lockTimeoutMs), record, true);
   }
 
   /**
    * Runs a claim or takeover: ours if it wrote the record, or if the record it met carries our own lease token (the
-   * statement was sent again after its reply was lost, and met what its first sending wrote). A lock timeout set on
-   * the pool reads as "changed under us": the record is read again and the claim goes round.
+   * statement was sent again after its reply was lost, and met what its first sending wrote). A write that waited its
+   * lock timeout on a row another session holds is "held": the record as committed is read (a plain read waits on
+   * no lock), and the engine answers from it (a replay, when the holder committed meanwhile), or in flight.
    */
   private async written(
     key: string,
@@ -424,13 +459,23 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
       ({ rows } = await this.db.query<{ written: boolean; record: RecordJson }>(statement));
     } catch (error) {
       if (!isLockTimeout(error)) throw error;
-      return { kind: 'record', record: await this.read(key) };
+      return { kind: 'held', record: await this.read(key) };
     }
     const row = rows[0];
     if (row?.written || (row && row.record.lease_token === record.leaseToken)) {
       return { kind: 'acquired', lease: leaseOf(record, takeover) };
     }
     return { kind: 'record', record: row ? fromJson(row.record) : undefined };
+  }
+
+  /** The bounds a transaction of this store sets first: see {@link sql.transactionBounds}. */
+  private bounds(lockMs?: number): Statement {
+    const statementMs = this.db.timeLeftMs();
+    return sql.transactionBounds({
+      idleMs: this.idleInTransactionTimeoutMs,
+      ...(lockMs === undefined ? {} : { lockMs }),
+      ...(statementMs === undefined ? {} : { statementMs }),
+    });
   }
 
   private assertStorable(response: StoredResponse): void {

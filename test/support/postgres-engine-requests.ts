@@ -19,13 +19,14 @@ export function postgresEngineRequests() {
     when: (request) => about(key)(request) && when(request),
   });
   return {
-    /** A fresh claim: INSERT ... ON CONFLICT, answering with the record it wrote or met. */
-    claim: (key: string) => matcher('claim', key, (request) => /^WITH written AS \(INSERT/.test(request.text)),
+    /** A fresh claim: the committed record read first, then INSERT ... ON CONFLICT; answers with either. */
+    claim: (key: string) =>
+      matcher('claim', key, (request) => /\bseen AS MATERIALIZED\b[\s\S]*\bINSERT INTO\b/.test(request.text)),
     /** A takeover: an UPDATE conditioned on the lease token and status seen, answering the same way. */
-    takeover: (key: string) => matcher('takeover', key, (request) => /^WITH written AS \(UPDATE/.test(request.text)),
+    takeover: (key: string) => matcher('takeover', key, (request) => /\bwritten AS \(UPDATE\b/.test(request.text)),
     /** A release: the owner's own UPDATE to RELEASED. */
     release: (key: string) =>
-      matcher('release', key, (r) => r.text.startsWith('WITH ended') && r.params.includes(RecordStatus.Released)),
+      matcher('release', key, (r) => /\bended AS \(/.test(r.text) && r.params.includes(RecordStatus.Released)),
     /** A commit with nothing staged: the fenced completion, a statement of its own. */
     completion: (key: string) =>
       matcher(
