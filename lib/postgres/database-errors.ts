@@ -29,14 +29,32 @@ export function isSkipped(error: unknown): boolean {
 }
 
 /**
+ * pg's own errors about a connection that is gone (no SQLSTATE, no errno): a query sent on a client whose socket had
+ * died, or one queued on it when it did. Whether a request already written on that connection landed is unknown.
+ */
+const DEAD_CLIENT_MESSAGES: readonly string[] = [
+  'Connection terminated',
+  'Connection terminated unexpectedly',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+];
+
+/**
  * The server ended the session (an administrator, a failover) or the connection failed: whether the last request
- * landed is unknown. Sockets that die without a SQLSTATE are caught by the client's `error` event instead.
+ * landed is unknown. Sockets that die without a SQLSTATE are caught by the client's `error` event, and by pg's own
+ * messages about a dead client, which carry no code at all.
  */
 export function isConnectionFailure(error: unknown): boolean {
   const state = sqlState(error);
   if (state !== undefined) return state.startsWith('08') || ['57P01', '57P02', '57P03'].includes(state);
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code);
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') return ['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'].includes(code);
+  return error instanceof Error && typeof message === 'string' && DEAD_CLIENT_MESSAGES.includes(message);
+}
+
+/** pg's per-query `query_timeout` ran out: the reply did not come in the time the call had left. */
+export function isQueryTimeout(error: unknown): boolean {
+  return error instanceof Error && sqlState(error) === undefined && error.message === 'Query read timeout';
 }
 
 /**

@@ -15,6 +15,12 @@ type Env = Readonly<Record<string, string | undefined>>;
  *
  * Pipelining is on, so a commit with its statements is one round trip. A Lambda container handles one invocation
  * at a time; `DATABASE_POOL_MAX` (default 4) bounds the connections one container opens, which the proxy multiplexes.
+ *
+ * Every client gets an `error` listener as it connects. pg emits `error` on a client whose session the server ended
+ * (an administrator, a failover, RDS Proxy) or whose socket died, sometimes twice (the error, then the socket's end),
+ * and sometimes after the client left the pool; `pool.query` listens only once and only while it runs, and an
+ * `error` nobody listens to ends the process: in Lambda, the runtime. The queries in flight on that client fail
+ * with the error all the same; the listener only keeps the process alive.
  */
 export function postgresPool(env: Env = process.env): Pool {
   let pool = pools.get(env);
@@ -22,6 +28,7 @@ export function postgresPool(env: Env = process.env): Pool {
     pool = new Pool({ ...connectionConfig(env), pipeline: true, max: numberEnv('DATABASE_POOL_MAX', 4, env) });
     // A connection that dies while idle (the proxy closed it) is dropped by the pool; nothing to do but not crash.
     pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     pools.set(env, pool);
   }
   return pool;
