@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import { e2eStack } from '../support/e2e-stack';
+import { eventually } from '../support/eventually';
 import { postgresUrl } from '../support/postgres';
 import {
   type PostgresFaultProxy,
@@ -20,6 +22,8 @@ jest.setTimeout(90_000);
 
 const API_KEY = 'sk_test_pg_faults';
 const ACCOUNT = 'acct_pg_faults';
+const OTHER_API_KEY = 'sk_test_pg_faults_other';
+const OTHER_ACCOUNT = 'acct_pg_faults_other';
 let proxy: PostgresFaultProxy;
 
 beforeAll(async () => {
@@ -30,7 +34,7 @@ afterAll(() => proxy?.close());
 const e2e = e2eStack({
   name: 'pg-faults',
   store: 'postgres',
-  apiKeys: { [API_KEY]: ACCOUNT },
+  apiKeys: { [API_KEY]: ACCOUNT, [OTHER_API_KEY]: OTHER_ACCOUNT },
   // Every statement the functions send goes through the proxy; the test reads the database directly.
   settings: () => ({
     DATABASE_URL: proxy.url,
@@ -44,10 +48,10 @@ const e2e = e2eStack({
 
 const card = { amount: 3100, currency: 'usd', source: 'tok_visa', description: 'Over a lossy wire' };
 
-function pay(key: string) {
+function pay(key: string, apiKey = API_KEY) {
   return fetch(`${e2e.url}/payments`, {
     method: 'POST',
-    headers: { Authorization: `Bearer ${API_KEY}`, 'Content-Type': 'application/json', 'Idempotency-Key': key },
+    headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json', 'Idempotency-Key': key },
     body: JSON.stringify(card),
   });
 }
@@ -133,4 +137,69 @@ describe('a payment on PostgreSQL over a lossy wire', () => {
     await expectOnePaymentBehind(key, await payUntilDone(key));
     expect(slow.fired()).toBe(1);
   });
+
+  it('goes silent in COMMIT: retries answer 409 with Retry-After, another account is served, then one payment', async () => {
+    const key = randomUUID();
+    // The COMMIT never reaches PostgreSQL, and PostgreSQL is never told the function gave up: its session stays
+    // idle in transaction, holding the key's row, as across a partition.
+    const silent = proxy.arm({
+      match: inPaymentCommit(key, (request) => /^\s*COMMIT\s*$/i.test(request.text), 'COMMIT'),
+      fault: { mode: 'stall' },
+      count: 1,
+    });
+    const first = pay(key);
+    await eventually(
+      () => silent.fired(),
+      (fired) => fired === 1,
+    );
+    // Every retry meanwhile answers at once, in flight, however long the row stays held: past the 4 s lease too,
+    // until PostgreSQL ends the silent session (its idle-in-transaction timeout, 5 s), when a retry may take over.
+    const retries: { status: number; retryAfter: string | null; ms: number }[] = [];
+    const stallEnds = Date.now() + 6_000;
+    while (Date.now() < stallEnds) {
+      const started = Date.now();
+      const retry = await pay(key);
+      await retry.body?.cancel();
+      if (silent.stalled() === 0) break; // the server ended it meanwhile: this answer is after the stall
+      retries.push({ status: retry.status, retryAfter: retry.headers.get('retry-after'), ms: Date.now() - started });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    }
+    expect(retries.length).toBeGreaterThan(0);
+    for (const retry of retries) {
+      expect(retry).toMatchObject({ status: 409, retryAfter: expect.stringMatching(/^[1-9][0-9]*$/) });
+      expect(retry.ms).toBeLessThan(3_000); // never the gateway's timeout
+    }
+    // The stall costs its own request only: another account's payment goes through while it lasts.
+    const other = await pay(randomUUID(), OTHER_API_KEY);
+    expect(other.status).toBe(201);
+    await other.body?.cancel();
+    expect((await first).status).not.toBe(201);
+    // The stall ends (the COMMIT is let through, unless the server ended the session already): one payment.
+    silent.release();
+    await expectOnePaymentBehind(key, await payUntilDone(key));
+  });
+
+  it('survives the database terminating its sessions: the next payment goes through', async () => {
+    const before = randomUUID();
+    await expectOnePaymentBehind(before, await payUntilDone(before)); // the functions' connections, open
+    expect(await terminateSessions(proxy.upstreamPorts())).toBeGreaterThan(0);
+    const after = randomUUID();
+    await expectOnePaymentBehind(after, await payUntilDone(after));
+  });
 });
+
+/** Ends, as an administrator or a failover does, the sessions behind these client ports (the proxy's upstream side). */
+async function terminateSessions(ports: readonly number[]): Promise<number> {
+  const admin = new Client({ connectionString: postgresUrl() });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query<{ ended: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+        WHERE client_addr IS NOT NULL AND client_port = ANY($1::int[]) AND pid <> pg_backend_pid()`,
+      [[...ports]],
+    );
+    return rows.filter((row) => row.ended).length;
+  } finally {
+    await admin.end();
+  }
+}

@@ -6,8 +6,16 @@ import { type AddressInfo, connect, createServer, type Server, type Socket } fro
  *   commit it), then close the client's connection without passing the reply on: the caller cannot tell whether it
  *   landed.
  * - `delay-reply`: forward it, and hold PostgreSQL's reply for `ms` before passing it on (and every reply behind it).
+ * - `stall`: the connection goes silent from this request on, as over a partition or a proxy that stopped
+ *   forwarding: neither it nor anything the client sends after it reaches PostgreSQL, and when the client gives up
+ *   and closes, PostgreSQL is not told (its session stays, idle, holding what its transaction holds). It ends when
+ *   the rule's `release()` forwards what was held (and then closes, if the client is gone), when its `cut()` closes
+ *   the connection to PostgreSQL, or when PostgreSQL itself ends the session (an idle-in-transaction timeout).
  */
-export type Fault = { readonly mode: 'drop-reply' } | { readonly mode: 'delay-reply'; readonly ms: number };
+export type Fault =
+  | { readonly mode: 'drop-reply' }
+  | { readonly mode: 'delay-reply'; readonly ms: number }
+  | { readonly mode: 'stall' };
 
 /**
  * One request as the client sent it: a simple query, or an extended-protocol exchange up to its Sync (a statement
@@ -42,6 +50,12 @@ export interface ArmedRule {
   fired(): number;
   /** Stops it from firing again. */
   disarm(): void;
+  /** Ends its stalls: what was held goes to PostgreSQL, in order (a held COMMIT commits). */
+  release(): void;
+  /** Ends its stalls by closing their connections to PostgreSQL: a held transaction rolls back. */
+  cut(): void;
+  /** How many of its stalls are still going on. */
+  stalled(): number;
 }
 
 /** One request the proxy saw, and what became of its reply. */
@@ -56,6 +70,8 @@ export interface PostgresFaultProxy {
   arm(rule: FaultRule): ArmedRule;
   /** Every request seen so far, in arrival order; with a matcher, only those it matches. */
   requests(match?: RequestMatcher): ProxiedRequest[];
+  /** The local ports of its connections to PostgreSQL, as `pg_stat_activity.client_port` shows them. */
+  upstreamPorts(): number[];
   /** Stops listening and closes every connection. */
   close(): Promise<void>;
 }
@@ -64,6 +80,13 @@ interface ArmedState {
   readonly rule: FaultRule;
   fired: number;
   disarmed: boolean;
+  readonly stalls: Set<Stall>;
+}
+
+/** A connection gone silent: what its client sent since, and the ways to end it. */
+interface Stall {
+  release(): void;
+  cut(): void;
 }
 
 interface Pending {
@@ -91,17 +114,52 @@ export async function startPostgresFaultProxy(upstreamUrl: string): Promise<Post
   const armed: ArmedState[] = [];
   const seen: Pending['record'][] = [];
   const sockets = new Set<Socket>();
+  const upstreams = new Set<Socket>();
 
   const server: Server = createServer((client) => {
     const server = connect(Number(upstream.port), upstream.hostname);
     sockets.add(client);
     sockets.add(server);
+    upstreams.add(server);
+    server.on('close', () => upstreams.delete(server));
+    let stall: { readonly state: ArmedState; readonly held: Buffer[]; readonly self: Stall } | undefined;
     const close = () => {
       client.destroy();
       server.destroy();
+      if (stall) stall.state.stalls.delete(stall.self);
     };
-    client.on('close', close).on('error', close);
+    // A stalled connection's client may go: PostgreSQL is not told, as across a partition.
+    const clientGone = () => {
+      if (stall) client.destroy();
+      else close();
+    };
+    client.on('close', clientGone).on('error', clientGone);
     server.on('close', close).on('error', close);
+    const startStall = (state: ArmedState) => {
+      const self: Stall = {
+        release: () => {
+          if (!stall) return;
+          const { held } = stall;
+          state.stalls.delete(self);
+          stall = undefined;
+          for (const raw of held) server.write(raw);
+          if (client.destroyed) server.end();
+        },
+        cut: () => {
+          state.stalls.delete(self);
+          stall = undefined;
+          close();
+        },
+      };
+      stall = { state, held: [], self };
+      state.stalls.add(self);
+    };
+    /** Messages of the exchange being read, forwarded once its end (Sync, or a simple query) has been matched. */
+    let outgoing: Buffer[] = [];
+    const forward = (raw: Buffer) => {
+      if (stall) stall.held.push(raw);
+      else server.write(raw);
+    };
     client.pause(); // until the server is reachable: nothing is lost meanwhile
     server.once('connect', () => client.resume());
 
@@ -117,14 +175,22 @@ export async function startPostgresFaultProxy(upstreamUrl: string): Promise<Post
       if (keyword === 'BEGIN' || keyword === 'START') transaction = [wire];
       else if (keyword === 'COMMIT' || keyword === 'ROLLBACK' || keyword === 'END') transaction = [];
       else if (transaction.length > 0) transaction.push(wire);
-      const state = armed.find((a) => !a.disarmed && a.fired < a.rule.count && a.rule.match.when(wire));
+      const state = stall
+        ? undefined
+        : armed.find((a) => !a.disarmed && a.fired < a.rule.count && a.rule.match.when(wire));
       if (state) state.fired += 1;
+      if (state?.rule.fault.mode === 'stall') startStall(state);
       const record = { ...wire, rule: state?.rule.match.name, outcome: 'pending' as ProxiedRequest['outcome'] };
       seen.push(record);
       pending.push({ record, fault: state?.rule.fault, reply: [] });
     };
 
     const fromClient = new MessageReader(true, (type, body, raw) => {
+      if (!ready) {
+        server.write(raw); // the startup exchange
+        return;
+      }
+      outgoing.push(raw);
       if (type === 'P') exchange.texts.push(cString(body, cString(body, 0).end).value);
       else if (type === 'B') exchange.params = bindParams(body);
       else if (type === 'Q') request(cString(body, 0).value, []);
@@ -132,7 +198,11 @@ export async function startPostgresFaultProxy(upstreamUrl: string): Promise<Post
         request(exchange.texts.join('; '), exchange.params);
         exchange = { texts: [], params: [] };
       }
-      server.write(raw);
+      // Held until the request is whole and matched, so that a stall holds all of it.
+      if (type === 'Q' || type === 'S' || type === 'X') {
+        for (const message of outgoing) forward(message);
+        outgoing = [];
+      }
     });
     const fromServer = new MessageReader(false, (type, _body, raw) => {
       if (!ready) {
@@ -175,7 +245,7 @@ export async function startPostgresFaultProxy(upstreamUrl: string): Promise<Post
   return {
     url: url.toString(),
     arm(rule) {
-      const state: ArmedState = { rule, fired: 0, disarmed: false };
+      const state: ArmedState = { rule, fired: 0, disarmed: false, stalls: new Set() };
       armed.push(state);
       return {
         rule,
@@ -183,10 +253,20 @@ export async function startPostgresFaultProxy(upstreamUrl: string): Promise<Post
         disarm: () => {
           state.disarmed = true;
         },
+        release: () => {
+          for (const stall of [...state.stalls]) stall.release();
+        },
+        cut: () => {
+          for (const stall of [...state.stalls]) stall.cut();
+        },
+        stalled: () => state.stalls.size,
       };
     },
     requests(match) {
       return seen.filter((record) => !match || match.when(record)).map((record) => ({ ...record }));
+    },
+    upstreamPorts() {
+      return [...upstreams].map((socket) => socket.localPort).filter((port): port is number => port !== undefined);
     },
     async close() {
       for (const socket of sockets) socket.destroy();
