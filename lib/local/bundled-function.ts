@@ -38,7 +38,7 @@ export const RESERVED_VARIABLES: ReadonlySet<string> = new Set([
  *   127.0.0.1:2000); it would still answer without it (tried with a prod synth), tracing into nowhere;
  * - the AWS SDK's notice about Node 20 describes this machine, not the function (Lambda runs it on nodejs22.x).
  */
-const LOCAL_ONLY_VARIABLES = {
+export const LOCAL_ONLY_VARIABLES = {
   AWS_SAM_LOCAL: 'true',
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
 } as const;
@@ -186,19 +186,43 @@ function lambdaEnvironment(options: BundledFunctionOptions, taskRoot: string): R
     LANG: 'en_US.UTF-8',
     TZ: ':UTC',
     ...options.environment,
-    _HANDLER: options.handler,
+    ...lambdaServiceVariables({ ...options, taskRoot }),
+  };
+}
+
+/** What identifies the function to the variables Lambda sets in each of its environments. */
+export interface LambdaServiceIdentity {
+  readonly functionName: string;
+  /** `_HANDLER`: `index.handler`. */
+  readonly handler: string;
+  /** `nodejs22.x`. */
+  readonly runtime: string;
+  readonly memoryMb: number;
+  /** `LAMBDA_TASK_ROOT`: where the function's code is. */
+  readonly taskRoot: string;
+}
+
+/**
+ * The variables the Lambda service sets in every execution environment (RESERVED_VARIABLES, those that exist
+ * outside a traced invocation), and the local-only ones. Set last, over the function's own: the engine's refusal of
+ * the off switch (`AWS_LAMBDA_FUNCTION_NAME`) and every library that asks "am I in Lambda?" see what they see
+ * deployed, whatever the caller's environment holds.
+ */
+export function lambdaServiceVariables(fn: LambdaServiceIdentity): Record<string, string> {
+  return {
+    _HANDLER: fn.handler,
     AWS_REGION: LOCAL_REGION,
     AWS_DEFAULT_REGION: LOCAL_REGION,
-    AWS_EXECUTION_ENV: `AWS_Lambda_${options.runtime}`,
-    AWS_LAMBDA_FUNCTION_NAME: options.functionName,
+    AWS_EXECUTION_ENV: `AWS_Lambda_${fn.runtime}`,
+    AWS_LAMBDA_FUNCTION_NAME: fn.functionName,
     AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
-    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(options.memoryMb),
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memoryMb),
     AWS_LAMBDA_INITIALIZATION_TYPE: 'on-demand',
-    AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${options.functionName}`,
+    AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${fn.functionName}`,
     // The role's session credentials in Lambda; harmless local ones here, never the caller's own.
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
-    LAMBDA_TASK_ROOT: taskRoot,
+    LAMBDA_TASK_ROOT: fn.taskRoot,
     ...LOCAL_ONLY_VARIABLES,
   };
 }

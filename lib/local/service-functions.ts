@@ -33,20 +33,50 @@ export interface RunningFunctions {
 }
 
 /**
- * Every function from its TypeScript source (its definition's `entry`), in a runtime of the stack's own whose
- * `process.env` is `environment`: the functions read their configuration there at import, and nothing is written
- * to this process's environment (source-functions.ts).
+ * Every function from its TypeScript source (its definition's `entry`), in execution environments of the stack's
+ * own whose `process.env` is what `FUNCTION_SETTINGS` picks of `settings`, under the variables the Lambda service
+ * sets (source-functions.ts): the functions read their configuration there at import, and nothing is written to
+ * this process's environment.
  */
 export function startSourceService(
-  environment: Readonly<Record<string, string | undefined>>,
+  settings: Readonly<Record<string, string | undefined>>,
   log: LocalLog,
 ): Promise<RunningFunctions> {
   return startSourceFunctions({
-    functions: serviceFunctions.map((spec) => ({ name: spec.id, entry: join(ROOT, spec.entry) })),
-    environment,
+    functions: serviceFunctions.map((spec) => ({
+      name: spec.id,
+      entry: join(ROOT, spec.entry),
+      functionName: localName(spec),
+      memoryMb: spec.memoryMb,
+      // A double tap is two concurrent requests, each through the authorizer: the duplicate must find an environment
+      // ready (and hear 409 while the original runs), not wait out a source environment's cold start (over a second).
+      warmEnvironments: spec.trigger.kind === 'route' || spec.trigger.kind === 'authorizer' ? 2 : 1,
+    })),
+    environment: functionSettings(settings),
     tsconfig: join(ROOT, 'tsconfig.json'),
     log,
   });
+}
+
+/**
+ * The settings a function run from source is given: the variables of the README's "Local settings" that the
+ * functions read (their families by prefix, so a new `DATABASE_...` setting reaches them without an edit here),
+ * as a deployed function gets only what its template sets. Nothing else of the shell's environment reaches a
+ * function: not the off switch a developer exported for unit tests (`KEYSTONE_IDEMPOTENCY_DISABLED`), not their AWS
+ * profile or credentials, not `NODE_OPTIONS`.
+ */
+export const FUNCTION_SETTINGS = {
+  prefixes: ['DATABASE_', 'IDEMPOTENCY_', 'PAYMENTS_', 'PROCESSOR_', 'MAILER_', 'SETTLEMENT_', 'POWERTOOLS_'],
+  names: ['STORE', 'DYNAMODB_ENDPOINT', 'SQS_ENDPOINT', 'LOG_LEVEL'],
+} as const;
+
+export function functionSettings(
+  settings: Readonly<Record<string, string | undefined>>,
+): Record<string, string | undefined> {
+  const given = (name: string) =>
+    (FUNCTION_SETTINGS.names as readonly string[]).includes(name) ||
+    FUNCTION_SETTINGS.prefixes.some((prefix) => name.startsWith(prefix));
+  return Object.fromEntries(Object.entries(settings).filter(([name]) => given(name)));
 }
 
 /** The API's routes: one per route function, behind the TOKEN authorizer where its definition asks for it. */

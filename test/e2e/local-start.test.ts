@@ -1,16 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { Pool } from 'pg';
+import { IDEMPOTENCY_DISABLED_ENV } from '../../lib/engine/switch';
 import { freePort } from '../../lib/local/free-port';
+import { STACK_POOL_NAME } from '../../lib/local/stack';
 import { localClient } from '../support/dynamodb';
+import { eventually } from '../support/eventually';
 import { runStackProcessToExit, type StackProcess, startStackProcess } from '../support/local-stack-process';
+import { postgresUrl } from '../support/postgres';
 
 /**
  * `npm start` as a newcomer meets it: the ports it is told to use, and what it says when it can't. The stack runs
  * as `bin/local.ts` in a child process against the run's DynamoDB Local; its table names are unique per test, so
  * whether it created them is the witness for "it started things before failing".
  */
-jest.setTimeout(60_000);
+jest.setTimeout(120_000);
 
 const db = localClient();
 afterAll(() => db.destroy());
@@ -107,5 +112,95 @@ describe('npm start with PROCESSOR_PORT and HTTP_API_PORT', () => {
     expect([noKey.status, unknownKey.status, known.status]).toEqual([401, 403, 404]);
     expect(await unknownKey.json()).toEqual({ message: 'Forbidden' });
     expect(known.headers.get('content-type')).toBe('application/problem+json');
+  });
+});
+
+describe(`npm start with ${IDEMPOTENCY_DISABLED_ENV} exported`, () => {
+  it.each(['true', '1'])('refuses to start with %s, naming the variable, before it creates anything', async (value) => {
+    const tables = uniqueTables();
+    const { code, output } = await runStackProcessToExit({
+      DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+      ...tables,
+      PORT: '0',
+      [IDEMPOTENCY_DISABLED_ENV]: value,
+    });
+    expect(code).toBe(1);
+    expect(output).toContain(
+      `${IDEMPOTENCY_DISABLED_ENV}=${value} is set: it turns idempotency off, for unit tests only`,
+    );
+    expect(output).toContain(`unset ${IDEMPOTENCY_DISABLED_ENV}`);
+    const existing = await tableNames();
+    expect(existing).not.toContain(tables.IDEMPOTENCY_TABLE);
+    expect(existing).not.toContain(tables.PAYMENTS_TABLE);
+  });
+});
+
+describe('STORE=postgres npm start when the database ends its sessions', () => {
+  // A database of this test's own on the run's server, so the sessions it ends are this stack's only.
+  const database = `start_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = new Pool({ connectionString: postgresUrl(), max: 1 });
+  let stack: StackProcess | undefined;
+  beforeAll(() => admin.query(`CREATE DATABASE ${database}`));
+  afterAll(async () => {
+    await stack?.stop();
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
+  });
+
+  it('keeps serving: a payment goes through after its own connections were terminated', async () => {
+    const url = new URL(postgresUrl());
+    url.pathname = `/${database}`;
+    const starting = startStackProcess({
+      STORE: 'postgres',
+      DATABASE_URL: url.toString(),
+      PROCESSOR_PORT: '0',
+      LOCAL_API_KEYS: 'sk_test_sessions:acct_sessions',
+    });
+    const starts = starting.then(
+      (started) => {
+        stack = started; // stopped by afterAll, whatever fails below
+        return 'started';
+      },
+      (error: Error) => error.message,
+    );
+    // The stack's own pool (the migration, the API keys it seeds) keeps its connections idle for a while once the
+    // keys are in: the moment a server restart, a failover or an operator's pg_terminate_backend ends them.
+    const target = new Pool({ connectionString: url.toString(), max: 1 });
+    try {
+      await eventually(
+        async () => {
+          const seeded = await target.query<{ count: string }>('SELECT count(*) FROM api_keys').then(
+            ({ rows }) => Number(rows[0]?.count),
+            () => 0,
+          );
+          // The seeded account and the demo page's.
+          return seeded >= 2;
+        },
+        Boolean,
+        60_000,
+      );
+    } finally {
+      await target.end();
+    }
+    const { rows } = await admin.query<{ terminated: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
+        WHERE datname = $1 AND application_name = $2`,
+      [database, STACK_POOL_NAME],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.every((row) => row.terminated)).toBe(true);
+    expect(await starts).toBe('started');
+    await eventually(() => stack!.output().includes('a PostgreSQL connection of the local stack was closed'));
+
+    const response = await fetch(`${stack!.url}/payments`, {
+      method: 'POST',
+      headers: {
+        Authorization: 'Bearer sk_test_sessions',
+        'Content-Type': 'application/json',
+        'Idempotency-Key': randomUUID(),
+      },
+      body: JSON.stringify({ amount: 1000, currency: 'eur', source: 'tok_visa' }),
+    });
+    expect(response.status).toBe(201);
   });
 });

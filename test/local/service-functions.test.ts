@@ -1,6 +1,11 @@
 import { serviceFunctions } from '../../lib/infra/functions';
 import { localName, triggeredBy } from '../../lib/local/service-definitions';
-import { type ServiceHandlers, serviceHttpApiRoutes, serviceRoutes } from '../../lib/local/service-functions';
+import {
+  functionSettings,
+  type ServiceHandlers,
+  serviceHttpApiRoutes,
+  serviceRoutes,
+} from '../../lib/local/service-functions';
 import { SOURCE_DEFAULTS } from '../../lib/local/stack-settings';
 
 /**
@@ -86,5 +91,38 @@ describe('serviceHttpApiRoutes', () => {
     }
     expect(routes.some((route) => route.authorizer)).toBe(true);
     expect(routes.some((route) => !route.authorizer)).toBe(true);
+  });
+});
+
+describe('functionSettings', () => {
+  it("gives the functions the settings they read, and nothing else of the shell's environment", () => {
+    const shell = {
+      STORE: 'postgres',
+      DATABASE_URL: 'postgres://127.0.0.1/keystone',
+      DATABASE_POOL_MAX: '2',
+      IDEMPOTENCY_LEASE_SECONDS: '4',
+      PAYMENTS_TABLE: 'local-payments',
+      PROCESSOR_URL: 'http://127.0.0.1:4010',
+      SETTLEMENT_QUEUE_URL: 'http://127.0.0.1:9324/q',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000',
+      LOG_LEVEL: 'DEBUG',
+      KEYSTONE_IDEMPOTENCY_DISABLED: 'true',
+      AWS_PROFILE: 'production',
+      AWS_SECRET_ACCESS_KEY: 'a real one',
+      AWS_LAMBDA_FUNCTION_NAME: 'not-this-one',
+      NODE_OPTIONS: '--inspect',
+      HOME: '/root',
+    };
+    const {
+      KEYSTONE_IDEMPOTENCY_DISABLED,
+      AWS_PROFILE,
+      AWS_SECRET_ACCESS_KEY,
+      AWS_LAMBDA_FUNCTION_NAME,
+      NODE_OPTIONS,
+      HOME,
+      ...read
+    } = shell;
+    expect(functionSettings(shell)).toEqual(read);
   });
 });

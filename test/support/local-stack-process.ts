@@ -37,7 +37,8 @@ export async function startStackProcess(
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await waitFor(
     () => output.includes('API listening on') && HTTP_API_LINE.test(output),
-    30_000,
+    // Each function's first environment compiles its sources at start: generous, for a loaded machine.
+    60_000,
     () => output,
     exited,
   );
