@@ -7,7 +7,7 @@ import { type ApiKeyDirectory, generateApiKey, parseApiKeyList } from '../paymen
 import { ApiKeys } from '../payments/api-keys-dynamodb';
 import { type StoreKind, storeKind } from '../payments/config';
 import { dynamoDbConfig } from '../runtime/clients';
-import { startSandbox } from '../sandbox/processor';
+import { startSandbox, webhookRetryFromEnv } from '../sandbox/processor';
 import { sqsClient } from '../settlement/config';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ensureTable } from '../tables/ensure';
@@ -419,6 +419,7 @@ async function startProcessor(env: Env, apiPort: number, processorPort: number, 
       port: processorPort,
       webhookUrl: `http://127.0.0.1:${apiPort}/webhooks/processor`,
       webhookSecret: env.PROCESSOR_WEBHOOK_SECRET,
+      webhookRetry: webhookRetryFromEnv(env),
     });
     stoppers.push(() => sandbox.close());
     env.PROCESSOR_URL = sandbox.url;
