@@ -41,7 +41,8 @@ async function completeAbandonedPayments(_event: ScheduledEvent, context: Contex
   });
   if (report.completed > 0) metrics.addMetric(RecoveryMetric.completedWithoutClient, 'Count', report.completed);
   if (report.abandoned > 0) metrics.addMetric(RecoveryMetric.abandoned, 'Count', report.abandoned);
-  const waitedMs = report.oldestDue ? Math.max(0, Date.now() - report.oldestDue.recoverAt) : 0;
+  // From when it was first due, not from `recoverAt`: a retry moves that, and a charge retried forever would look new.
+  const waitedMs = report.oldestDue ? Math.max(0, Date.now() - report.oldestDue.firstDueAt) : 0;
   metrics.addMetric(RecoveryBacklogMetric.oldestDueAge, 'Seconds', Math.round(waitedMs / 1000));
   // Expired records go in batches where the database keeps them (PostgreSQL); DynamoDB's TTL deletes its own.
   const purged = context.getRemainingTimeInMillis() > marginMs ? await data.purgeExpired() : 0;

@@ -143,8 +143,18 @@ export interface FindDueOptions {
 /** A recoverable operation due for recovery, from the recovery set. */
 export interface DueOperation {
   readonly key: string;
-  /** Epoch ms since when it has been due. */
+  /**
+   * Epoch ms since when it has been due this time: the index's order. Every takeover and release moves it a lease
+   * on, so it says nothing about how long recovery has been failing to finish the operation.
+   */
   readonly recoverAt: number;
+  /**
+   * Epoch ms when the operation was first due, where the store can tell from its recovery set alone: its first
+   * claim's `createdAt` (kept by every takeover and release) plus the store's lease, never later than `recoverAt`.
+   * PostgreSQL says (its partial index sits on the table's row); DynamoDB's recovery index is keys only (a deployed
+   * index's projection can't be changed in place), so it leaves this out, and `recoverDue` learns it from the record.
+   */
+  readonly firstDueAt?: number;
 }
 
 /** What a one-shot operation's builder sees: the identifiers of the generation it would commit. */

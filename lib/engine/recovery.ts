@@ -32,10 +32,17 @@ export interface RecoveryReport {
   /** Offered, but the run was told to stop before taking them (a Lambda nearing its timeout): due for the next run. */
   left: number;
   /**
-   * The oldest operation still due when the run ended (left, skipped, failed, or not yet read), if any. How long it
-   * has been due says how far behind recovery is: a healthy run leaves none.
+   * The unfinished operation first due longest ago (by `firstDueAt`) among those this run did not finish: retried
+   * or failed (released, so due again a lease later), left, or still due when the run ended. How long ago it was
+   * first due says how far behind recovery is: a healthy run leaves none. Measured from the first time it was due,
+   * not from `recoverAt`, which every retry moves: an operation retried run after run keeps growing older here.
+   *
+   * `firstDueAt` is the record's `createdAt` plus the store's lease (never later than `recoverAt`), from what the run
+   * reads anyway: the store's recovery set where it says (PostgreSQL), the lease of each operation the run took over,
+   * and one `get` of the operation still due at the end. Where nothing better is known, it is `recoverAt` (on DynamoDB,
+   * operations a run short of time left untaken, or one whose takeover failed), which every retry moves.
    */
-  oldestDue?: DueOperation;
+  oldestDue?: DueOperation & { readonly firstDueAt: number };
 }
 
 export interface RecoverDueOptions {
@@ -89,6 +96,8 @@ export async function recoverDue<TEffect>(
   // Operations this run has been offered. One it skipped or failed may still be due (or an index that has not
   // caught up may still list one it finished): it is read past, never worked on twice in one run.
   const seen = new Set<string>();
+  // When each operation this run took over was first due, from its lease: a keys-only index can't say.
+  const firstDue = new Map<string, number>();
   let ask = pageSize;
   while (!stopped()) {
     const offered = await store.findDue({ limit: ask });
@@ -104,9 +113,28 @@ export async function recoverDue<TEffect>(
     report.due += page.length;
     report.left += await work(page);
   }
-  const [oldest] = await store.findDue({ limit: 1 });
-  if (oldest) report.oldestDue = oldest;
+  const [stillDue] = await store.findDue({ limit: 1 });
+  if (stillDue) unfinished(stillDue, firstDue.get(stillDue.key) ?? stillDue.firstDueAt ?? (await fromRecord(stillDue)));
   return report;
+
+  /** Keeps the operation first due longest ago (ties: the earlier `recoverAt`, then the key, so runs agree). */
+  function unfinished(due: DueOperation, firstDueAt: number): void {
+    const candidate = { key: due.key, recoverAt: due.recoverAt, firstDueAt };
+    const oldest = report.oldestDue;
+    if (oldest === undefined || compareAge(candidate, oldest) < 0) report.oldestDue = candidate;
+  }
+
+  /** When an operation the index offered without it was first due: from its record (one strongly consistent read). */
+  async function fromRecord(due: DueOperation): Promise<number> {
+    try {
+      const record = await store.get(due.key);
+      return record === undefined ? due.recoverAt : firstDueAfter(record.createdAt, due.recoverAt, store.leaseMs);
+    } catch (error) {
+      // The run's work is done; a failed read for its report must not fail it. Its age then counts from `recoverAt`.
+      logger.warn('could not read when the oldest due operation was first due', { key: due.key, error: String(error) });
+      return due.recoverAt;
+    }
+  }
 
   /** Works through one page with `concurrency` workers; answers how many were left when the run was stopped. */
   async function work(page: DueOperation[]): Promise<number> {
@@ -116,16 +144,38 @@ export async function recoverDue<TEffect>(
         if (stopped()) return;
         const next = queue.shift();
         if (next === undefined) return;
-        const outcome = await recoverOne(store, next.key, resolve).catch((error: unknown) => {
+        const tookOver = (lease: Lease) =>
+          firstDue.set(next.key, firstDueAfter(lease.createdAt, next.recoverAt, store.leaseMs));
+        const outcome = await recoverOne(store, next.key, resolve, tookOver).catch((error: unknown) => {
           logger.error('recovery failed; the operation stays due', { key: next.key, error: String(error) });
           return 'failed' as const;
         });
         report[outcome] += 1;
+        if (outcome === 'retried' || outcome === 'failed') unfinished(next, known(next));
       }
     }
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
+    for (const left of queue) unfinished(left, known(left));
     return queue.length;
   }
+
+  /** When an operation was first due, as far as this run knows without another read. */
+  function known(due: DueOperation): number {
+    return firstDue.get(due.key) ?? due.firstDueAt ?? due.recoverAt;
+  }
+}
+
+/**
+ * When an operation created at `createdAt` was first due: the store's lease after its first claim, never later than
+ * it is due now. (A first claim that held a longer lease than the store's, an adapter's covering a function whose
+ * timeout exceeds the lease, was first due that much later: its age reads older by the difference, never younger.)
+ */
+function firstDueAfter(createdAt: number, recoverAt: number, leaseMs: number): number {
+  return Math.min(recoverAt, createdAt + leaseMs);
+}
+
+function compareAge(a: Required<DueOperation>, b: Required<DueOperation>): number {
+  return a.firstDueAt - b.firstDueAt || a.recoverAt - b.recoverAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
 }
 
 type OneOutcome = 'completed' | 'abandoned' | 'retried' | 'skipped' | 'failed';
@@ -134,10 +184,12 @@ async function recoverOne<TEffect>(
   store: IdempotencyStore<TEffect>,
   key: string,
   resolve: RecoveryResolver<TEffect>,
+  tookOver: (lease: Lease) => void,
 ): Promise<OneOutcome> {
   const resumed = await store.resume(key);
   if (resumed.kind !== 'acquired') return 'skipped';
   const { lease } = resumed;
+  tookOver(lease);
   let verdict: RecoveryVerdict<TEffect>;
   try {
     verdict = await resolve(lease);

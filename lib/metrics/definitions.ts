@@ -48,9 +48,12 @@ export const RecoveryMetric = {
 export type RecoveryMetricName = (typeof RecoveryMetric)[keyof typeof RecoveryMetric];
 
 /**
- * How far behind the completer is, published by every run (a gauge, not a count): how long, in seconds, the oldest
- * payment operation still due for recovery when the run ended had been due; 0 when the run left none. A run leaves
- * some only when its time ran out first; the next run (a period later) continues. The stack alarms when it grows.
+ * How far behind the completer is, published by every run (a gauge, not a count): how long ago, in seconds, the
+ * oldest payment operation the run did not finish (retried because the processor could not say, failed, or still
+ * due when the run ended) was first due; 0 when the run finished everything due. Measured from its first due time
+ * (its first claim plus a lease), not from its `recoverAt`, which every retry moves a lease on: an operation retried
+ * forever keeps growing older here. A run leaves some when its time ran out first (the next run, a period later,
+ * continues) or when the processor cannot answer for them. The stack alarms when it grows.
  */
 export const RecoveryBacklogMetric = {
   oldestDueAge: 'PaymentsRecoveryOldestDueAge',

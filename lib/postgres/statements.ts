@@ -304,7 +304,8 @@ export function read(names: TableNames, key: string): Statement {
  */
 export function due(names: TableNames, now: number, limit: number): Statement {
   return {
-    text: `SELECT scope, key, floor(extract(epoch FROM recover_at) * 1000) AS recover_at_ms FROM ${names.table}
+    text: `SELECT scope, key, floor(extract(epoch FROM recover_at) * 1000) AS recover_at_ms,
+       floor(extract(epoch FROM created_at) * 1000) AS created_at_ms FROM ${names.table}
  WHERE recover_at IS NOT NULL AND recover_at <= $1
  ORDER BY recover_at, scope, key
  LIMIT $2`,

@@ -284,10 +284,15 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
    * and not retried since. Oldest first, at most `limit`, from the partial index on `recover_at`.
    */
   async findDue(options: FindDueOptions = {}): Promise<DueOperation[]> {
-    const { rows } = await this.db.query<{ scope: string; key: string; recover_at_ms: string }>(
+    const { rows } = await this.db.query<{ scope: string; key: string; recover_at_ms: string; created_at_ms: string }>(
       sql.due(this.names, this.clock.now(), options.limit ?? 100),
     );
-    return rows.map((row) => ({ key: joinScopedKey(row.scope, row.key), recoverAt: Number(row.recover_at_ms) }));
+    return rows.map((row) => {
+      const recoverAt = Number(row.recover_at_ms);
+      // First due a lease after its first claim (never later than it is due now: a lease made longer since).
+      const firstDueAt = Math.min(recoverAt, Number(row.created_at_ms) + this.leaseMs);
+      return { key: joinScopedKey(row.scope, row.key), recoverAt, firstDueAt };
+    });
   }
 
   /**

@@ -245,6 +245,51 @@ describe.each(storeHarnesses)('recovery on %s', (_name, harness) => {
       for (const key of keys.slice(1)) expect((await s.get(key))?.status).toBe(RecordStatus.Abandoned);
     });
 
+    it('reports an operation it retries run after run as ever older, from the first time it was due', async () => {
+      const clock = new FakeClock(Date.now());
+      const storeOn = await h.isolatedStores();
+      const s = storeOn({ clock, leaseSeconds: LEASE_MS / 1000, ttlSeconds: 3600 });
+      const key = newKey();
+      const claimedAt = clock.now();
+      await claimRecoverable(s, key);
+      const processorDown: RecoveryResolver<unknown> = async () => ({ kind: 'retry', reason: 'processor down' });
+      const ages: number[] = [];
+      for (let run = 0; run < 3; run++) {
+        clock.advance(LEASE_MS);
+        await settledIndex(key, true, storeOn);
+        const report = await recoverDue(s, processorDown);
+        expect(report).toMatchObject({ due: 1, retried: 1 });
+        expect(report.oldestDue).toMatchObject({ key, firstDueAt: claimedAt + LEASE_MS });
+        ages.push(clock.now() - report.oldestDue!.firstDueAt);
+      }
+      expect(ages).toEqual([0, LEASE_MS, 2 * LEASE_MS]);
+    });
+
+    it('reports one released again and again, and left due, as first due a lease after its first claim', async () => {
+      const clock = new FakeClock(Date.now());
+      const storeOn = await h.isolatedStores();
+      const s = storeOn({ clock, leaseSeconds: LEASE_MS / 1000, ttlSeconds: 3600 });
+      const key = newKey();
+      const claimedAt = clock.now();
+      await s.release(await claimRecoverable(s, key));
+      for (let retry = 0; retry < 3; retry++) {
+        clock.advance(LEASE_MS);
+        const resumed = await s.resume(key);
+        if (resumed.kind !== 'acquired') throw new Error(`expected to acquire, got ${resumed.kind}`);
+        await s.release(resumed.lease);
+      }
+      clock.advance(LEASE_MS);
+      await settledIndex(key, true, storeOn);
+      // A run out of time before it took anything: what it says comes from the recovery set and the record alone.
+      const report = await recoverDue(s, async () => ({ kind: 'abandon' }), { shouldStop: () => true });
+      expect(report).toMatchObject({ due: 0, left: 0 });
+      expect(report.oldestDue).toEqual({
+        key,
+        recoverAt: claimedAt + 4 * LEASE_MS, // moved on a lease by every release
+        firstDueAt: claimedAt + LEASE_MS,
+      });
+    });
+
     it('stops taking operations when told to, and reports the oldest one it left due', async () => {
       const clock = new FakeClock(Date.now());
       const s = await ownStore(clock);

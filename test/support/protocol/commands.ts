@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
-import type { ClaimOutcome } from '../../../lib/engine/contract';
+import type { ClaimOutcome, DueOperation } from '../../../lib/engine/contract';
 import { LeaseLostError } from '../../../lib/engine/errors';
 import type { Lease } from '../../../lib/engine/record';
 import { RecordStatus } from '../../../lib/engine/record';
@@ -528,8 +528,16 @@ export class CompleterRun extends ProtocolCommand {
         failed: 0,
         left: 0,
       };
+      // What the run does not finish, as the report names it: when each was first due, not when it is due now.
+      const unfinished: Required<DueOperation>[] = [];
+      const asDue = (op: Operation): Required<DueOperation> => ({
+        key: op.key,
+        recoverAt: op.record!.recoverAt!,
+        firstDueAt: Math.min(op.record!.recoverAt!, op.record!.createdAt + m.times.leaseMs),
+      });
       for (const op of dueIn(m, r)) {
         const record = op.record!;
+        const offered = asDue(op); // as the index offered it, before recovery's takeover moved it
         expected.due += 1;
         if (expectResume(record, m.now).kind !== 'takeover') {
           expected.skipped += 1;
@@ -542,6 +550,7 @@ export class CompleterRun extends ProtocolCommand {
         if (!this.processorUp) {
           m.setRecord(op, transitions.released(m.times, op.record!, m.now));
           expected.retried += 1;
+          unfinished.push(offered);
         } else if (charge) {
           m.setRecord(op, transitions.completed(m.times, op.record!, m.now, responseOf(lease, charge)));
           m.rows.add(effectRowKey(op.index, lease.leaseToken));
@@ -553,7 +562,11 @@ export class CompleterRun extends ProtocolCommand {
       }
       // What the run leaves due: nothing, unless it skipped something (an operation it took is due a lease later).
       const [stillDue] = dueIn(m, r);
-      if (stillDue) expected.oldestDue = { key: stillDue.key, recoverAt: stillDue.record!.recoverAt };
+      if (stillDue) unfinished.push(asDue(stillDue));
+      const [oldest] = unfinished.sort(
+        (a, b) => a.firstDueAt - b.firstDueAt || a.recoverAt - b.recoverAt || (a.key < b.key ? -1 : 1),
+      );
+      if (oldest) expected.oldestDue = oldest;
       if (failures.length > 0) throw new Error(`${this}: recovery failed`, { cause: failures });
       if (!isDeepStrictEqual({ ...report }, expected)) {
         throw new Error(`${this}: report ${JSON.stringify(report)}, the model expects ${JSON.stringify(expected)}`);

@@ -18,6 +18,8 @@ export interface ModelRecord {
   readonly attempt: number;
   /** Present while the operation is unfinished: it is in the recovery index, due from then on. */
   readonly recoverAt?: number;
+  /** When this generation was first claimed: kept by every takeover and release. */
+  readonly createdAt: number;
   readonly response?: StoredResponse;
   /** Which generation of the operation: 1 for its first claim, one more for each claim after the record expired. */
   readonly generation: number;
@@ -89,6 +91,7 @@ export const transitions = {
       downstreamKey: lease.downstreamKey,
       attempt: 1,
       recoverAt: now + times.leaseMs,
+      createdAt: now,
       generation,
     };
   },
