@@ -11,6 +11,7 @@ import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { Construct } from 'constructs';
 // The plain definition only: importing the store's entry point would load the AWS SDK into a CDK app.
 import { IDEMPOTENCY_TABLE, IDEMPOTENCY_TABLE_ACTIONS } from '../dynamodb/table.js';
+import { checkQueueWindow, type QueueWindow, type QueueWindowOptions } from './queue-window.js';
 
 const ATTRIBUTE_TYPES = { S: AttributeType.STRING, N: AttributeType.NUMBER } as const;
 
@@ -27,6 +28,10 @@ export interface IdempotencyTableProps
  * works; its own grants give a function exactly the actions the engine uses, on exactly the resources it uses them
  * on (`IDEMPOTENCY_TABLE_ACTIONS`).
  *
+ * A consumer of an SQS queue must remember its keys for as long as the queue can deliver a message again: check it
+ * with {@link IdempotencyTable.checkQueueWindow} for each queue, which refuses a TTL shorter than the queue's
+ * visibility timeout x maxReceiveCount and warns about one shorter than its dead-letter queue's retention period.
+ *
  * `Table` (AWS::DynamoDB::Table) rather than `TableV2`: one region, and cdk-nag's point-in-time recovery rule reads
  * AWS::DynamoDB::Table only.
  *
@@ -35,6 +40,7 @@ export interface IdempotencyTableProps
  * idempotency.grantOperations(createOrder);      // every adapter and makeIdempotent
  * idempotency.grantRecovery(completer);          // recoverDue
  * createOrder.addEnvironment('IDEMPOTENCY_TABLE', idempotency.tableName);
+ * idempotency.checkQueueWindow({ queue: ordersQueue, ttl: Duration.days(4) }); // the store's ttlSeconds
  */
 export class IdempotencyTable extends Table {
   /** Whether the table has the recovery index (and `grantRecovery` can be used). */
@@ -88,6 +94,16 @@ export class IdempotencyTable extends Table {
       resourceArns: [`${this.tableArn}/index/${IDEMPOTENCY_TABLE.recoveryIndex.name}`],
     });
     return onTable.combine(onIndex);
+  }
+
+  /**
+   * Checks the TTL of a store on this table against the time `queue` can deliver the same message again: throws
+   * when SQS itself can redeliver it after its key expired (visibility timeout x maxReceiveCount, or the retention
+   * period without a redrive policy), warns when a redrive from its dead-letter queue could. See
+   * {@link checkQueueWindow}.
+   */
+  checkQueueWindow(options: QueueWindowOptions): QueueWindow | undefined {
+    return checkQueueWindow(this, options);
   }
 
   private grantOnTable(grantee: IGrantable, actions: readonly string[]): Grant {

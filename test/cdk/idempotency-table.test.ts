@@ -1,9 +1,10 @@
-import { App, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { App, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
-import { IdempotencyTable } from 'keystone-idempotency/cdk';
+import { Queue } from 'aws-cdk-lib/aws-sqs';
+import { checkQueueWindow, IdempotencyTable } from 'keystone-idempotency/cdk';
 import { IDEMPOTENCY_TABLE_ACTIONS, idempotencyTableResource } from 'keystone-idempotency/dynamodb';
 
 /** A stack with the table and two roles: one that runs operations, one that runs recovery. */
@@ -107,5 +108,68 @@ describe('IdempotencyTable', () => {
     const statements = JSON.stringify(statementsOf(stack, Template.fromStack(stack), role));
     expect(statements).toContain('kms:Decrypt');
     expect(statements).toContain('kms:GenerateDataKey*');
+  });
+
+  describe('checkQueueWindow', () => {
+    /** A table and an orders queue: visibility 5 minutes, to the DLQ after 5 receives (25 minutes). */
+    function withQueue(deadLetterRetention = Duration.days(1)) {
+      const stack = new Stack(new App(), 'Consumer');
+      const table = new IdempotencyTable(stack, 'Idempotency');
+      const deadLetters = new Queue(stack, 'OrdersDlq', { retentionPeriod: deadLetterRetention });
+      const queue = new Queue(stack, 'Orders', {
+        visibilityTimeout: Duration.minutes(5),
+        deadLetterQueue: { queue: deadLetters, maxReceiveCount: 5 },
+      });
+      const warnings = () => Annotations.fromStack(stack).findWarning('*', Match.anyValue());
+      return { stack, table, queue, warnings };
+    }
+
+    it('refuses a TTL shorter than the visibility timeout x maxReceiveCount: SQS could redeliver past it', () => {
+      const { table, queue } = withQueue();
+      expect(() => table.checkQueueWindow({ queue, ttl: Duration.minutes(20) })).toThrow(
+        /TTL \(1200s\) is shorter than the 1500s in which Consumer\/Orders can deliver the same message again \(visibility timeout 300s x maxReceiveCount 5\)/,
+      );
+    });
+
+    it('accepts a TTL that covers the redelivery window and the DLQ’s retention, without a warning', () => {
+      const { table, queue, warnings } = withQueue(Duration.hours(12));
+      expect(table.checkQueueWindow({ queue, ttl: Duration.hours(12) })).toEqual({
+        redeliverySeconds: 1500,
+        redriveSeconds: 12 * 3600,
+      });
+      expect(warnings()).toEqual([]);
+    });
+
+    it('warns, without refusing, when a redrive from the DLQ could bring a message back after its key expired', () => {
+      const { table, queue, warnings } = withQueue(Duration.days(14));
+      table.checkQueueWindow({ queue }); // the stores' default TTL: 24 hours
+      expect(warnings()).toEqual([
+        expect.objectContaining({
+          entry: expect.objectContaining({
+            data: expect.stringMatching(
+              /TTL \(86400s\) is shorter than the retention period \(1209600s\) of Consumer\/OrdersDlq.*ttlShorterThanDeadLetterRetention/,
+            ),
+          }),
+        }),
+      ]);
+    });
+
+    it('refuses, without a redrive policy, a TTL shorter than the queue’s retention: it redelivers until then', () => {
+      const stack = new Stack(new App(), 'Consumer');
+      const queue = new Queue(stack, 'Orders'); // SQS's defaults: 30 s visibility, 4 days' retention, no DLQ
+      expect(() => checkQueueWindow(stack, { queue, ttl: Duration.days(1) })).toThrow(
+        /shorter than the 345600s .*\(its retention period: with no redrive policy/,
+      );
+      expect(checkQueueWindow(stack, { queue, ttl: Duration.days(4) })).toEqual({ redeliverySeconds: 345600 });
+    });
+
+    it('warns that it cannot check an imported queue', () => {
+      const stack = new Stack(new App(), 'Consumer');
+      const queue = Queue.fromQueueArn(stack, 'Orders', 'arn:aws:sqs:eu-west-1:123456789012:orders');
+      expect(checkQueueWindow(stack, { queue })).toBeUndefined();
+      expect(Annotations.fromStack(stack).findWarning('*', Match.stringLikeRegexp('queueWindowUnknown'))).toHaveLength(
+        1,
+      );
+    });
   });
 });

@@ -457,7 +457,7 @@ describe('its peer dependencies, as the package README lists them', () => {
     expect(names['keystone-idempotency/dynamodb']).toEqual(
       expect.arrayContaining(['DynamoDbStore', 'idempotencyTableRequests', 'idempotencyTableResource']),
     );
-    expect(names['keystone-idempotency/cdk']).toEqual(['IdempotencyTable']);
+    expect(names['keystone-idempotency/cdk']).toEqual(['IdempotencyTable', 'checkQueueWindow']);
     expect(names['keystone-idempotency/postgres']).toEqual(
       expect.arrayContaining(['PostgresStore', 'migrate', 'migrationSql', 'compareAndSet']),
     );
