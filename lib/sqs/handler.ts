@@ -7,6 +7,7 @@ import {
 } from '@aws-lambda-powertools/batch';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { type Clock, systemClock } from '../engine/clock.js';
 import type { IdempotencyStore } from '../engine/contract.js';
 import { ConfigurationError } from '../engine/errors.js';
 import {
@@ -74,6 +75,8 @@ export interface SqsIdempotentHandlerOptions<TSummary, TEffect>
    * (sqs:SendMessage on it). Without it such records simply fail and return after the queue's visibility timeout.
    */
   readonly queue?: SqsQueueAccess;
+  /** What a record's `SentTimestamp` is compared with, to tell one older than the store's TTL. Default the system's. */
+  readonly clock?: Clock;
 }
 
 /** A Lambda handler for an SQS event source mapping with `ReportBatchItemFailures` turned on. */
@@ -96,6 +99,11 @@ export type SqsIdempotentHandler = (event: SQSEvent, context: Context) => Promis
  * Sizing: the store's lease (`leaseSeconds`) above the function's timeout, so a consumer that is still working
  * never loses its key; the queue's visibility timeout above the lease, so the redelivery after a crash finds the
  * lease run out and takes over, rather than going back to the queue again and spending a receive (maxReceiveCount).
+ * And the store's TTL (`ttlSeconds`) at least as long as the queue can deliver a message again (visibility timeout x
+ * maxReceiveCount, and the dead-letter queue's retention if you redrive from it): a message that comes back after its
+ * key expired is claimed as new and runs a second time. `checkQueueWindow` (`keystone-idempotency/cdk`) checks it at
+ * synth; at run time a record sent longer ago than the TTL still runs (it may never have run: dropping it could lose
+ * the work), with a warning, `record older than the idempotency TTL`, naming its age and the TTL.
  *
  * @example
  * const store = new DynamoDbStore({ client, tableName: config.idempotencyTable, leaseSeconds: 60 });
@@ -142,6 +150,7 @@ export function makeSqsIdempotentHandler<TSummary, TEffect>(
     const errors: Error[] = [];
 
     async function handleRecord(record: SQSRecord): Promise<void> {
+      warnIfOlderThanTtl(record, settings);
       try {
         const outcome = await outcomeOrLog(record);
         if (outcome) await settle(outcome, record, settings, waiting);
@@ -206,7 +215,7 @@ export function makeSqsIdempotentHandler<TSummary, TEffect>(
   };
 }
 
-type Defaulted = 'onMismatch' | 'processInParallel' | 'throwOnFullBatchFailure' | 'logger' | 'inFlightWaitMs';
+type Defaulted = 'onMismatch' | 'processInParallel' | 'throwOnFullBatchFailure' | 'logger' | 'inFlightWaitMs' | 'clock';
 type Settings<TSummary, TEffect> = SqsIdempotentHandlerOptions<TSummary, TEffect> &
   Required<Pick<SqsIdempotentHandlerOptions<TSummary, TEffect>, Defaulted>>;
 
@@ -230,7 +239,35 @@ function validated<TSummary, TEffect>(
     throwOnFullBatchFailure: options.throwOnFullBatchFailure ?? true,
     logger: options.logger ?? console,
     inFlightWaitMs: options.inFlightWaitMs ?? 0,
+    clock: options.clock ?? systemClock,
   };
+}
+
+/**
+ * A record sent longer ago than the store's TTL may have run already, its key since expired: it would then be
+ * claimed as new and run a second time. Nothing here can tell whether it ran (its record is gone either way), and
+ * dropping it could lose work that never ran, so it runs as any other, and this says so loudly: the queue can
+ * deliver a message for longer than the TTL (see `checkQueueWindow`), or a message was redriven from a dead-letter
+ * queue after it.
+ */
+function warnIfOlderThanTtl<TSummary, TEffect>(record: SQSRecord, settings: Settings<TSummary, TEffect>): void {
+  const sentAt = Number(record.attributes.SentTimestamp);
+  if (!Number.isFinite(sentAt)) return;
+  const ageSeconds = Math.floor((settings.clock.now() - sentAt) / 1000);
+  const { ttlSeconds } = settings.store;
+  if (ageSeconds <= ttlSeconds) return;
+  settings.logger.warn(
+    'record older than the idempotency TTL: its key may have expired, so it may run a second time; the TTL must ' +
+      "cover the queue's redelivery window and any redrive from its dead-letter queue",
+    {
+      messageId: record.messageId,
+      consumer: settings.name,
+      sentAt: new Date(sentAt).toISOString(),
+      ageSeconds,
+      ttlSeconds,
+      receiveCount: Number(record.attributes.ApproximateReceiveCount),
+    },
+  );
 }
 
 /** Acknowledge (return) or send back to the queue (throw, which is how Powertools' processor fails a record). */

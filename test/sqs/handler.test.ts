@@ -286,6 +286,51 @@ describe('makeSqsIdempotentHandler', () => {
     ]);
   });
 
+  describe('a record sent longer ago than the store’s TTL', () => {
+    /** A consumer whose store forgets keys after a minute, logging every detail it is told. */
+    function forgetfulConsumer(clock: FakeClock) {
+      const store = new DynamoDbStore({
+        client: doc,
+        tableName: db.idempotencyTable,
+        clock,
+        leaseSeconds: LEASE_MS / 1000,
+        ttlSeconds: 60,
+      });
+      const warnings: { message: string; details: Record<string, unknown> }[] = [];
+      const runs: string[] = [];
+      const handler = makeSqsIdempotentHandler({
+        store,
+        name: NAME,
+        key: byBodyField('orderId'),
+        clock,
+        logger: { warn: (message, details) => void warnings.push({ message, details }), error: () => undefined },
+        process: async (record) => {
+          runs.push(orderIdOf(record));
+          return null;
+        },
+      });
+      const invoke = (record: SQSRecord) => handler(sqsEvent(record), lambdaContext(LEASE_MS - 5000));
+      return { invoke, runs, warnings };
+    }
+
+    it('runs, never dropped or failed, with a loud warning that its key may have expired and it may run again', async () => {
+      const clock = new FakeClock(Date.now());
+      const { invoke, runs, warnings } = forgetfulConsumer(clock);
+      const message = order();
+      expect(await invoke(message)).toEqual({ batchItemFailures: [] });
+      expect(warnings).toEqual([]); // sent just now: well within the TTL
+      clock.advance(61_000); // its key expired; SQS delivers it again (a lost delete, a redrive from the DLQ)
+      expect(await invoke(redelivered(message))).toEqual({ batchItemFailures: [] });
+      expect(runs).toEqual([orderIdOf(message), orderIdOf(message)]); // the second run this warning is about
+      expect(warnings).toEqual([
+        {
+          message: expect.stringContaining('record older than the idempotency TTL: its key may have expired'),
+          details: expect.objectContaining({ messageId: message.messageId, ageSeconds: 61, ttlSeconds: 60 }),
+        },
+      ]);
+    });
+  });
+
   describe('bodies', () => {
     it('acknowledges a re-sent event with a re-rendered body as a replay by default', async () => {
       const { invoke, runs } = consumer();
