@@ -2,12 +2,13 @@ import { join } from 'node:path';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type FunctionSpec, serviceFunctions } from '../infra/functions';
 import type { Route, TokenAuthorizerConfig } from './api-gateway';
+import { lambdaServiceVariables } from './bundled-function';
 import type { HttpApiRoute, RequestAuthorizerConfig } from './http-api';
 import type { LambdaHandler } from './lambda-invoke';
 import type { LocalLog } from './log';
 import { type Schedule, startSchedule } from './schedule';
 import { localName, onlyTriggeredBy, triggeredBy } from './service-definitions';
-import { startSourceFunctions } from './source-functions';
+import { SourceInitError, startSourceFunctions } from './source-functions';
 import type { QueueWithDlq } from './sqs';
 import { type SqsPoller, startSqsPoller } from './sqs-poller';
 import type { StackSettings } from './stack-settings';
@@ -33,28 +34,56 @@ export interface RunningFunctions {
 }
 
 /**
- * Every function from its TypeScript source (its definition's `entry`), in execution environments of the stack's
- * own whose `process.env` is what `FUNCTION_SETTINGS` picks of `settings`, under the variables the Lambda service
- * sets (source-functions.ts): the functions read their configuration there at import, and nothing is written to
- * this process's environment.
+ * Every function from its TypeScript source (its definition's `entry`), each in a runtime of its own
+ * (source-functions.ts: a worker thread) whose `process.env` is what `FUNCTION_SETTINGS` picks of `settings`, under
+ * the variables the Lambda service sets for that function (its own `AWS_LAMBDA_FUNCTION_NAME`, region, harmless
+ * credentials): the functions read their configuration there at import, nothing is written to this process's
+ * environment, and no function shares modules, clients or a connection pool with another (a stall in the payments
+ * function's pool never starves the authorizer's). Invocations of one function run concurrently in its runtime, as
+ * before: a runtime per invocation, ended at its timeout as Lambda ends an environment, would be more faithful, but a
+ * source runtime's cold start (compiling and loading the import graph) costs over a second of CPU each.
  */
-export function startSourceService(
+export async function startSourceService(
   settings: Readonly<Record<string, string | undefined>>,
   log: LocalLog,
 ): Promise<RunningFunctions> {
-  return startSourceFunctions({
-    functions: serviceFunctions.map((spec) => ({
-      name: spec.id,
-      entry: join(ROOT, spec.entry),
-      functionName: localName(spec),
-      memoryMb: spec.memoryMb,
-      // A double tap is two concurrent requests, each through the authorizer: the duplicate must find an environment
-      // ready (and hear 409 while the original runs), not wait out a source environment's cold start (over a second).
-      warmEnvironments: spec.trigger.kind === 'route' || spec.trigger.kind === 'authorizer' ? 2 : 1,
-    })),
-    environment: functionSettings(settings),
-    tsconfig: join(ROOT, 'tsconfig.json'),
-    log,
+  const environment = functionSettings(settings);
+  const started = await Promise.allSettled(
+    serviceFunctions.map((spec) =>
+      startSourceFunctions({
+        functions: [{ name: spec.id, entry: join(ROOT, spec.entry) }],
+        environment: { ...environment, ...sourceLambdaVariables(spec) },
+        tsconfig: join(ROOT, 'tsconfig.json'),
+        log,
+      }),
+    ),
+  );
+  const running = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+  const stop = async () => {
+    await Promise.all(running.map((functions) => functions.stop()));
+  };
+  const failures = started.flatMap((outcome) =>
+    outcome.status === 'rejected'
+      ? outcome.reason instanceof SourceInitError
+        ? outcome.reason.failures
+        : [{ name: 'runtime', error: { errorType: 'Runtime.StartError', errorMessage: String(outcome.reason) } }]
+      : [],
+  );
+  if (failures.length > 0) {
+    await stop();
+    throw new SourceInitError(failures);
+  }
+  return { handlers: new Map(running.flatMap((functions) => [...functions.handlers])), stop };
+}
+
+/** What the Lambda service sets in a function's environment, for one run from its source in this repository. */
+export function sourceLambdaVariables(spec: FunctionSpec): Record<string, string> {
+  return lambdaServiceVariables({
+    functionName: localName(spec),
+    handler: 'index.handler',
+    runtime: 'nodejs22.x',
+    memoryMb: spec.memoryMb,
+    taskRoot: ROOT,
   });
 }
 

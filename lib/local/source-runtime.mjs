@@ -1,7 +1,7 @@
 /**
- * Lambda's Node.js runtime for functions run from their TypeScript sources: a worker thread that loads its
+ * Lambda's Node.js runtime for functions run from their TypeScript sources: a worker thread that loads each
  * function's entry file once (its init, which reads the configuration at module scope) and then runs invocations.
- * lib/local/source-functions.ts starts one per execution environment, and gives it one invocation at a time.
+ * lib/local/source-functions.ts starts it.
  *
  * A worker of its own because handlers read their configuration from `process.env` at import, and a worker has a
  * `process.env` of its own (the `env` it was started with): two local stacks in one process each give their
@@ -9,10 +9,9 @@
  * by tsx, registered here (whatever started the process: tsx, jest or plain node), which also resolves the
  * tsconfig `paths` the functions import the library by.
  *
- * A worker, not a process like the bundles' runtime, so a debugger attached to the stack's process reaches the
- * functions. Like an execution environment it can be ended at any
- * moment (`worker.terminate()` at an invocation's timeout), and everything it holds (timers, sockets, a
- * PostgreSQL session mid-transaction) ends with it.
+ * Unlike the bundles' runtime (one process per execution environment, one invocation at a time), the functions of a
+ * worker share it and run invocations concurrently, as they did in the stack's own process: fast to start, and a
+ * debugger attached to the process reaches them.
  *
  * Protocol with the parent (messages, structured-cloned; results as JSON text, as Lambda serialises them):
  * - to the parent, once: `{ type: 'ready', initMs }`, or `{ type: 'init-error', failures: [{ name, error }] }`;

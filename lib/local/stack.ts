@@ -75,9 +75,8 @@ export interface LocalStack {
  * completer.
  *
  * Which functions there are, and what invokes each, comes from the definitions the CDK stack deploys
- * (service-functions.ts). They run from their TypeScript sources in execution environments of their own (worker
- * threads, one invocation each at a time, ended at its timeout) whose `process.env` is what they read of this
- * stack's settings under Lambda's own variables (nothing is written to this process's environment), or, with `LOCAL_CDK_OUT` naming a
+ * (service-functions.ts). They run from their TypeScript sources, each function in a runtime of its own (a worker
+ * thread) whose `process.env` is what they read of this stack's settings under Lambda's own variables (nothing is written to this process's environment), or, with `LOCAL_CDK_OUT` naming a
  * synthesized cloud assembly, from the very bundles it deploys (bundled-service.ts): each function in processes of
  * its own with its own environment from the template, and the emulators set up as the template sets up API
  * Gateway, the queue and the schedule. The README's local timing settings then override the template's values, for

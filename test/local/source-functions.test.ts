@@ -1,24 +1,16 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { IDEMPOTENCY_DISABLED_ENV } from '../../lib/engine/switch';
-import { createLambdaContext } from '../../lib/local/lambda-context';
+import { lambdaServiceVariables } from '../../lib/local/bundled-function';
 import { invokeLambda } from '../../lib/local/lambda-invoke';
-import {
-  DEFAULT_SOURCE_ENVIRONMENTS,
-  type SourceFunctions,
-  SourceInitError,
-  startSourceFunctions,
-} from '../../lib/local/source-functions';
+import { type SourceFunctions, SourceInitError, startSourceFunctions } from '../../lib/local/source-functions';
 import { recordingLog } from './support';
 
 /**
- * Functions run from their TypeScript sources in workers of their own (lib/local/source-runtime.mjs), one per
- * execution environment: what they read from `process.env` is the environment they were given under Lambda's own
- * variables, errors come back as Lambda reports them, a crash ends only its environment (the next invocation gets
- * a new one), an invocation past its timeout is ended with its environment, and an entry that can't load stops the
- * start.
+ * Functions run from their TypeScript sources in a worker of their own (lib/local/source-runtime.mjs): what they
+ * read from `process.env` is the environment they were given, errors come back as Lambda reports them, a crash ends
+ * only the runtime (the next invocation starts a new one), and an entry that can't load stops the start.
  */
 jest.setTimeout(60_000);
 
@@ -55,24 +47,6 @@ const crashing = entry(
    };`,
 );
 
-/** Writes `event.marker` after `event.sleepMs`: a side effect that only a handler still running could cause. */
-const lateWriter = entry(
-  'late-writer',
-  `import { writeFileSync } from 'node:fs';
-   export const handler = async (event: { sleepMs: number; marker: string }) => {
-     await new Promise((resolve) => setTimeout(resolve, event.sleepMs));
-     writeFileSync(event.marker, 'written after the timeout');
-     return 'late';
-   };`,
-);
-/** Blocks its event loop for good when asked to: a stall that no await can interleave with. */
-const spinning = entry(
-  'spinning',
-  `export const handler = async (event: { spin: boolean }) => {
-     while (event.spin) {}
-     return 'answered';
-   };`,
-);
 const lambdaVariables = entry(
   'lambda-variables',
   `import { idempotencyDisabled } from ${JSON.stringify(join(__dirname, '..', '..', 'lib', 'engine', 'switch'))};
@@ -85,10 +59,7 @@ const lambdaVariables = entry(
 
 const log = recordingLog();
 
-async function start(
-  functions: { name: string; entry: string; functionName?: string; memoryMb?: number }[],
-  environment: Record<string, string> = {},
-) {
+async function start(functions: { name: string; entry: string }[], environment: Record<string, string> = {}) {
   const fns = await startSourceFunctions({ functions, environment, log });
   running.push(fns);
   return fns;
@@ -99,6 +70,38 @@ function invoke(fns: SourceFunctions, name: string, event: unknown) {
 }
 
 describe('startSourceFunctions', () => {
+  it('runs a function under the variables Lambda sets, so the engine refuses the off switch as deployed', async () => {
+    const lambda = lambdaServiceVariables({
+      functionName: 'keystone-variables',
+      handler: 'index.handler',
+      runtime: 'nodejs22.x',
+      memoryMb: 512,
+      taskRoot: directory,
+    });
+    const fns = await start([{ name: 'lambda-variables', entry: lambdaVariables }], {
+      TABLE: 'table-a',
+      [IDEMPOTENCY_DISABLED_ENV]: 'true',
+      ...lambda,
+    });
+    expect(await invoke(fns, 'lambda-variables', { checkSwitch: false })).toEqual({
+      kind: 'returned',
+      value: {
+        AWS_LAMBDA_FUNCTION_NAME: 'keystone-variables',
+        AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '512',
+        AWS_REGION: 'local',
+        AWS_ACCESS_KEY_ID: 'local',
+        TABLE: 'table-a',
+      },
+    });
+    expect(await invoke(fns, 'lambda-variables', { checkSwitch: true })).toMatchObject({
+      kind: 'threw',
+      error: {
+        name: 'ConfigurationError',
+        message: expect.stringContaining('is refused in a Lambda function (keystone-variables)'),
+      },
+    });
+  });
+
   it("gives each runtime its own process.env, and leaves this process's alone", async () => {
     const [a, b] = await Promise.all([
       start([{ name: 'configured', entry: configured }], { TABLE: 'table-a' }),
@@ -146,62 +149,5 @@ describe('startSourceFunctions', () => {
     await expect(started).rejects.toThrow(
       /- no-handler: Runtime\.HandlerNotFound: .*no-handler\.ts: handler is undefined or not exported\n {2}- throws-at-init: Error: environment variable TABLE is required$/,
     );
-  });
-
-  it('runs a function with the variables Lambda sets, over its own, so the engine refuses the off switch as deployed', async () => {
-    const fns = await start(
-      [{ name: 'lambda-variables', entry: lambdaVariables, functionName: 'keystone-variables', memoryMb: 512 }],
-      { TABLE: 'table-a', [IDEMPOTENCY_DISABLED_ENV]: 'true', AWS_LAMBDA_FUNCTION_NAME: 'not-the-function' },
-    );
-    expect(await invoke(fns, 'lambda-variables', { checkSwitch: false })).toEqual({
-      kind: 'returned',
-      value: {
-        AWS_LAMBDA_FUNCTION_NAME: 'keystone-variables',
-        AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '512',
-        AWS_REGION: 'local',
-        AWS_ACCESS_KEY_ID: 'local',
-        TABLE: 'table-a',
-      },
-    });
-    expect(await invoke(fns, 'lambda-variables', { checkSwitch: true })).toMatchObject({
-      kind: 'threw',
-      error: {
-        name: 'ConfigurationError',
-        message: expect.stringContaining('is refused in a Lambda function (keystone-variables)'),
-      },
-    });
-  });
-
-  it('ends an invocation at its timeout with Sandbox.Timedout, and nothing its handler does later happens', async () => {
-    const fns = await start([{ name: 'late-writer', entry: lateWriter }]);
-    const marker = join(directory, 'late-writer.marker');
-    const handler = fns.handlers.get('late-writer')!;
-    const context = createLambdaContext({ functionName: 'late-writer', timeoutMs: 500 });
-    await expect(handler({ sleepMs: 1500, marker }, context)).rejects.toMatchObject({
-      name: 'Sandbox.Timedout',
-      message: 'Task timed out after 0.50 seconds',
-    });
-    await sleep(2000);
-    expect(existsSync(marker)).toBe(false);
-    // Its environment is gone, and the function answers in a new one.
-    const again = invokeLambda(handler, { sleepMs: 0, marker }, { functionName: 'late-writer', timeoutMs: 30_000 });
-    expect(await again.outcome).toEqual({ kind: 'returned', value: 'late' });
-    expect(existsSync(marker)).toBe(true);
-  });
-
-  it('answers other invocations, of the same function and of another, while one is stalled', async () => {
-    const fns = await start([
-      { name: 'spinning', entry: spinning },
-      { name: 'configured', entry: configured },
-    ]);
-    const stalled = invokeLambda(fns.handlers.get('spinning')!, { spin: true }, { functionName: 's', timeoutMs: 8000 });
-    const [another, same] = await Promise.all([
-      invoke(fns, 'configured', { n: 1 }),
-      invokeLambda(fns.handlers.get('spinning')!, { spin: false }, { functionName: 's', timeoutMs: 7000 }).outcome,
-    ]);
-    expect(another).toMatchObject({ kind: 'returned', value: { n: 2 } });
-    expect(same).toEqual({ kind: 'returned', value: 'answered' });
-    expect(await stalled.outcome).toEqual({ kind: 'timed-out', timeoutMs: 8000 });
-    expect(fns.environmentCounts().get('spinning')).toBeLessThanOrEqual(DEFAULT_SOURCE_ENVIRONMENTS);
   });
 });
