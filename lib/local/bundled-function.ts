@@ -38,7 +38,7 @@ export const RESERVED_VARIABLES: ReadonlySet<string> = new Set([
  *   127.0.0.1:2000); it would still answer without it (tried with a prod synth), tracing into nowhere;
  * - the AWS SDK's notice about Node 20 describes this machine, not the function (Lambda runs it on nodejs22.x).
  */
-export const LOCAL_ONLY_VARIABLES = {
+const LOCAL_ONLY_VARIABLES = {
   AWS_SAM_LOCAL: 'true',
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
 } as const;
