@@ -253,9 +253,10 @@ function validated<TSummary, TEffect>(
 function warnIfOlderThanTtl<TSummary, TEffect>(record: SQSRecord, settings: Settings<TSummary, TEffect>): void {
   const sentAt = Number(record.attributes.SentTimestamp);
   if (!Number.isFinite(sentAt)) return;
-  const ageSeconds = Math.floor((settings.clock.now() - sentAt) / 1000);
+  const ageMs = settings.clock.now() - sentAt;
   const { ttlSeconds } = settings.store;
-  if (ageSeconds <= ttlSeconds) return;
+  if (ageMs <= ttlSeconds * 1000) return;
+  const ageSeconds = Math.floor(ageMs / 1000);
   settings.logger.warn(
     'record older than the idempotency TTL: its key may have expired, so it may run a second time; the TTL must ' +
       "cover the queue's redelivery window and any redrive from its dead-letter queue",
