@@ -32,6 +32,16 @@ export interface IdempotencyStore<TEffect> {
   readonly maxEffects: number;
 
   /**
+   * Refuses an effect that is not this store's kind (SQL on DynamoDB, a transaction item on PostgreSQL, anything it
+   * could not write) with an `EffectKindError` naming what it is. The types already refuse it under `strict`; this
+   * is for JavaScript callers and casts. The operation's handle calls it in `stage()`, so the error is thrown from
+   * the staging line, and the adapter releases the key as for any error of the work. The package's stores check
+   * every effect again in `commit` and `claimAndCommit`, before they write anything: a caller of the store itself
+   * stages through no handle. Optional, so that a store written before it still implements the contract.
+   */
+  checkEffect?(effect: unknown, index: number): void;
+
+  /**
    * Claims `key` for a request with this fingerprint: acquired (a lease), or the record that was there (a replay, a
    * live owner in flight, or a mismatch of fingerprints).
    */
@@ -88,7 +98,12 @@ export interface IdempotencyStore<TEffect> {
   ): Promise<OneShotOutcome>;
 }
 
-/** The effect type of a store: `EffectOf<DynamoDbStore>` is a DynamoDB transaction item. */
+/**
+ * The effect type of a store: `EffectOf<DynamoDbStore>` is a DynamoDB transaction item, `EffectOf<PostgresStore>`
+ * SQL. Declare what a handler stages from the store it runs on (`WithIdempotency<typeof store>`,
+ * `IdempotencyHandle<EffectOf<typeof store>>`), and swapping the store makes a staging line written for the other
+ * one a compile error.
+ */
 export type EffectOf<TStore> = TStore extends IdempotencyStore<infer TEffect> ? TEffect : never;
 
 /**

@@ -38,7 +38,7 @@ export class InvalidKeyError extends IdempotencyError {
 export class LeaseLostError extends IdempotencyError {
   constructor(
     readonly key: string,
-    /** The record as the failed write found it (the new owner's, or the completed one), when DynamoDB returned it. */
+    /** The record as the failed write found it (the new owner's, or the completed one), when the store read it back. */
     readonly record: IdempotencyRecord | undefined,
     options?: { cause?: unknown },
   ) {
@@ -75,10 +75,10 @@ export class KeyReusedError extends IdempotencyError {
   }
 }
 
-/** More effects staged than one TransactWriteItems can carry next to the key's completion. */
+/** More effects staged than the store commits in one transaction next to the key's completion (its `maxEffects`). */
 export class TooManyEffectsError extends IdempotencyError {
   constructor(readonly limit: number) {
-    super(`at most ${limit} effect items can commit with one record (one transaction)`);
+    super(`at most ${limit} effects can commit with one record (one transaction)`);
     this.name = 'TooManyEffectsError';
   }
 }
@@ -95,8 +95,25 @@ export class StagingClosedError extends IdempotencyError {
 }
 
 /**
- * One of the caller's own effect items failed its condition, so the transaction (and the key's completion) was
- * cancelled. `index` is the position in the caller's effect list.
+ * An effect that is not the store's kind: SQL staged through a DynamoDB store, a DynamoDB transaction item through a
+ * PostgreSQL store, or anything else the store cannot write. The types refuse it at the staging line under `strict`;
+ * this is the same refusal for JavaScript callers and casts, made by `stage()` and again by `commit()` before
+ * anything is written. `index` is the effect's position in the operation's effects.
+ */
+export class EffectKindError extends IdempotencyError {
+  constructor(
+    readonly index: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'EffectKindError';
+  }
+}
+
+/**
+ * One of the caller's own effects failed its condition (a DynamoDB item's condition expression, a PostgreSQL
+ * statement's expected row count or constraint), so the transaction (and the key's completion) was cancelled.
+ * `index` is the position in the caller's effect list; `item` what the store reported about it, if anything.
  */
 export class EffectConditionFailedError extends IdempotencyError {
   constructor(
@@ -104,12 +121,15 @@ export class EffectConditionFailedError extends IdempotencyError {
     readonly item: Record<string, unknown> | undefined,
     options?: { cause?: unknown },
   ) {
-    super(`effect item ${index} failed its condition; nothing was written`, options);
+    super(`effect ${index} failed its condition; nothing was written`, options);
     this.name = 'EffectConditionFailedError';
   }
 }
 
-/** A response too large to store in a DynamoDB item: a configuration problem, caught before writing anything. */
+/**
+ * A response too large for the store's record (its `maxResponseBytes`): a configuration problem, caught before writing
+ * anything.
+ */
 export class ResponseTooLargeError extends IdempotencyError {
   constructor(
     readonly bytes: number,
@@ -129,12 +149,32 @@ export class ConfigurationError extends IdempotencyError {
 }
 
 /**
- * DynamoDB kept answering with transaction conflicts on the record: concurrent writers on one key. The operation
- * changed nothing; the caller may treat it as "in flight" and retry.
+ * The store kept reporting conflicting writes on the record (concurrent writers on one key) until it gave up. The
+ * operation changed nothing; the caller may treat it as "in flight" and retry.
  */
 export class ContendedError extends IdempotencyError {
   constructor(key: string, options?: { cause?: unknown }) {
     super(`the record ${key} is contended by concurrent transactions`, options);
     this.name = 'ContendedError';
+  }
+}
+
+/**
+ * Root of the natural-idempotency helpers' errors, each store's (`putIfAbsent`, `compareAndSet` and `upsert` of
+ * `keystone-idempotency/dynamodb` and of `keystone-idempotency/postgres`). The expected outcomes (created or exists,
+ * changed or unchanged or missing) are values; these are for requests refused before anything is sent.
+ */
+export class NaturalIdempotencyError extends IdempotencyError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'NaturalIdempotencyError';
+  }
+}
+
+/** The request can't express what the helper promises (for example a key attribute among the values to set). */
+export class InvalidNaturalRequestError extends NaturalIdempotencyError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidNaturalRequestError';
   }
 }

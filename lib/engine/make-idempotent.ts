@@ -25,12 +25,20 @@ export interface MakeIdempotentOptions<TInput, TEffect, TResult = unknown> {
    */
   readonly scope?: (input: TInput) => string;
   /**
-   * What must be equal for a second call under the same key to count as the same call, e.g. `(event) => event.detail`.
-   * Compared canonically (JSON member order and whitespace don't count); a different value under the same key throws
-   * {@link KeyReusedError}. Default: the key alone, so a re-sent event with re-rendered fields (a new timestamp, a new
-   * trace id) is still the same call. Powertools' `payloadValidationJmesPath`, as a function.
+   * What must be equal for a second call under the same key to count as the same call. A call with the key of an
+   * earlier one and other input throws {@link KeyReusedError} instead of returning the earlier call's result.
+   *
+   * - Default: the whole input, as canonical JSON (RFC 8785, as the HTTP adapter compares a body: member order,
+   *   whitespace and number spelling don't count; members that JSON drops, `undefined` and functions, don't either).
+   * - A selection narrows it, e.g. `(event) => event.detail`: an EventBridge event delivered twice, or re-sent with
+   *   a new `id` and `time`, is still the same call. Powertools' `payloadValidationJmesPath`, as a function.
+   * - `'key-only'`: the key alone decides; a later call with the key returns the first call's result whatever its
+   *   input. Only where the key names the whole call (an event id, a message id).
+   *
+   * Changing it on a live function changes stored fingerprints: until records expire (the store's TTL), keys stored
+   * under the old setting come back as {@link KeyReusedError}.
    */
-  readonly fingerprint?: (input: TInput) => unknown;
+  readonly fingerprint?: ((input: TInput) => unknown) | 'key-only';
   /**
    * Wait up to this long for a call in flight with the same key to finish (and return its result) instead of
    * throwing {@link OperationInFlightError} at once. Keep it within the caller's remaining time. Default 0.
@@ -60,8 +68,8 @@ export interface MakeIdempotentOptions<TInput, TEffect, TResult = unknown> {
  * rethrows; the next call takes the operation over.
  *
  * Results are stored as JSON, and a replay returns the stored JSON, parsed: return plain data. Other outcomes throw:
- * {@link OperationInFlightError} while another call holds the key, {@link KeyReusedError} for the key with another
- * fingerprint, `LeaseLostError` when this call outlived its lease and another took the operation over (nothing of
+ * {@link OperationInFlightError} while another call holds the key, {@link KeyReusedError} for the key with other
+ * input (by default the whole input must be equal: see `fingerprint`), `LeaseLostError` when this call outlived its lease and another took the operation over (nothing of
  * this call was written; the other call's result is the operation's).
  *
  * Arguments after the input are passed through (a Lambda handler's context, say), so the wrapped function can be
@@ -76,11 +84,14 @@ export interface MakeIdempotentOptions<TInput, TEffect, TResult = unknown> {
  *     idempotency.stage({ Put: { TableName: 'shipments', Item: shipmentRow(shipment) } });
  *     return { shipmentId: shipment.id };
  *   },
- *   { store, name: 'book-shipment', key: (event) => event.detail.orderId },
+ *   // The order decides; the event's own id and time don't (the same order placed twice books one shipment).
+ *   { store, name: 'book-shipment', key: (event) => event.detail.orderId, fingerprint: (event) => event.detail },
  * );
  */
 export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[] = []>(
-  fn: (input: TInput, idempotency: IdempotencyHandle<TEffect>, ...rest: TRest) => Promise<TResult>,
+  // The effect type is the store's (`options.store`), never inferred from the function: a function written for
+  // another store's handle is then a compile error, not a second candidate that widens TEffect.
+  fn: (input: TInput, idempotency: IdempotencyHandle<NoInfer<TEffect>>, ...rest: TRest) => Promise<TResult>,
   options: MakeIdempotentOptions<TInput, TEffect, NoInfer<TResult>>,
 ): (input: TInput, ...rest: TRest) => Promise<TResult> {
   if (!options.name) throw new ConfigurationError('an idempotent function needs a name: its keys are scoped to it');
@@ -131,12 +142,27 @@ export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[]
     }
     const identity: OperationIdentity = {
       key: named(() => scopedKey({ accountId: scope?.(input) ?? name, operation: name, key: own })),
-      // Under one key, the fingerprint decides "same call or not": by default the key itself.
-      fingerprint: fingerprinted
-        ? selectionFingerprint(name, fingerprinted(input))
-        : fingerprint({ operation: name, body: own, contentType: 'text/plain' }),
+      // Under one key, the fingerprint decides "same call or not": by default the whole input; a selection of it;
+      // or, opted into, the key itself.
+      fingerprint:
+        fingerprinted === 'key-only'
+          ? fingerprint({ operation: name, body: own, contentType: 'text/plain' })
+          : inputFingerprint(fingerprinted ? fingerprinted(input) : input),
     };
     return identity;
+  }
+
+  /** The canonical JSON of the input (or of a selection of it); one with no JSON form is refused before the claim. */
+  function inputFingerprint(selected: unknown): string {
+    try {
+      return selectionFingerprint(name, selected);
+    } catch (error) {
+      // A BigInt, a cycle: nothing to compare a later call with. Refused here, before anything is stored.
+      throw new ConfigurationError(
+        `${name}: the input has no JSON form to fingerprint (${error instanceof Error ? error.message : String(error)}); ` +
+          "select what identifies the call with `fingerprint: (input) => ...`, or pass fingerprint: 'key-only'",
+      );
+    }
   }
 
   /** The scoped key, its refusal naming the function, as the checks above do. */

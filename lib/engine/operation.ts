@@ -24,9 +24,15 @@ export interface IdempotencyHandle<TEffect> {
    * Adds writes to the commit, in the store's own terms (a DynamoDB transaction item; SQL run in the commit's
    * transaction on PostgreSQL): they are written in one transaction with the key's completion, so they happen exactly
    * once, and not at all if the work fails or this owner's lease was taken over. At most the store's `maxEffects`
-   * per operation ({@link TooManyEffectsError}); staging after the work returned throws {@link StagingClosedError}.
+   * per operation ({@link TooManyEffectsError}); staging after the work returned throws {@link StagingClosedError};
+   * an effect that is not the store's kind throws `EffectKindError` (the types refuse it first: see below).
+   *
+   * A property, not a method, on purpose: TypeScript compares a method's parameters both ways (bivariantly), and a
+   * handle for one store's effects would then pass for a handle of another's. As a property it is checked strictly:
+   * a handle that takes anything (`IdempotencyHandle<unknown>`) serves where a narrower one is asked for, never the
+   * other way round.
    */
-  stage(...effects: TEffect[]): void;
+  readonly stage: (...effects: TEffect[]) => void;
 }
 
 /**
@@ -137,6 +143,8 @@ export class ClaimedOperation<TEffect> {
     if (!this.open) throw new StagingClosedError(this.lease.key);
     const limit = this.store.maxEffects;
     if (this.staged.length + effects.length > limit) throw new TooManyEffectsError(limit);
+    // The wrong store's effect is refused here, from the staging line, rather than at the commit (which checks too).
+    for (const [i, effect] of effects.entries()) this.store.checkEffect?.(effect, this.staged.length + i);
     this.staged.push(...effects);
   }
 }

@@ -95,6 +95,10 @@ export class ReplayCache<TEffect> implements IdempotencyStore<TEffect> {
     return this.store.maxEffects;
   }
 
+  checkEffect(effect: unknown, index: number): void {
+    this.store.checkEffect?.(effect, index);
+  }
+
   /** How many records are held now. */
   get size(): number {
     return this.entries.size;

@@ -72,6 +72,10 @@ class UnrecordedStore<TEffect> implements IdempotencyStore<TEffect> {
   get maxEffects() {
     return this.store.maxEffects;
   }
+  /** The store's own refusal of another store's effect applies too, so a unit test still catches it. */
+  checkEffect(effect: unknown, index: number): void {
+    this.store.checkEffect?.(effect, index);
+  }
   async commit(): Promise<void> {}
   async release(): Promise<boolean> {
     return true;

@@ -13,11 +13,26 @@ import { answersEarly } from './early-response.js';
 import { frontDoorOf, type HttpEvent, type HttpResult, requestHeader, requestOperation } from './front-door.js';
 import { BodyEncodingError, rawBody } from './headers.js';
 import { IdempotencyMetric } from './metrics.js';
-import { ProblemType, problemResponse } from './problem.js';
+import { ProblemType, requestProblem } from './problem.js';
 import { fromStored, type HttpResponse, readResponse, respondAs, toStored, writeResponse } from './response.js';
 
-/** The context a handler sees under {@link httpIdempotency}: the operation's handle (defined by the engine). */
-export type WithIdempotency<TEffect> = { idempotency: IdempotencyHandle<TEffect> };
+/**
+ * The context a handler sees under {@link httpIdempotency}: the operation's handle (defined by the engine), staging
+ * the effects of the store the middleware is given. Name the store, `WithIdempotency<typeof store>`, and the
+ * handler's context follows it: staging a DynamoDB transaction item under a PostgreSQL store (or SQL under a DynamoDB
+ * one) is then a compile error at the staging line.
+ *
+ * Why the store, and not the middleware, decides: middy types a handler with the context it is declared with
+ * (`middy<TEvent, TResult, Error, OrderContext>(handler)`), and `.use()` adds each middleware's context to it
+ * without comparing the two, so nothing the middleware declares can reach back to the handler. Declared from the
+ * store, the handler's context cannot differ from the middleware's. An effect type is taken too
+ * (`WithIdempotency<EffectItem>`, `WithIdempotency<unknown>` for a handler written for any store), for a context
+ * declared where the store is not in reach; it is then yours to keep in step with the store.
+ */
+export type WithIdempotency<TStoreOrEffect> = { idempotency: IdempotencyHandle<EffectOfStore<TStoreOrEffect>> };
+
+/** A store's effect type; anything that is not a store is taken as the effect type itself. */
+type EffectOfStore<T> = [T] extends [IdempotencyStore<infer TEffect>] ? TEffect : T;
 
 /**
  * `TEvent` is the event type the callbacks below are given: any front door's ({@link HttpEvent}) unless a callback
@@ -109,7 +124,7 @@ export function defaultIsStorable(statusCode: number): boolean {
  */
 export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
   options: HttpIdempotencyOptions<TEffect, TEvent>,
-): middy.MiddlewareObj<TEvent, HttpResult, Error, Context & WithIdempotency<TEffect>> {
+): middy.MiddlewareObj<TEvent, HttpResult, Error, Context & { idempotency: IdempotencyHandle<TEffect> }> {
   const { store } = options;
   const headerName = options.headerName ?? 'Idempotency-Key';
   const keyOf = options.key;
@@ -133,7 +148,7 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
       const accountId = tenantOf(event);
       if (!accountId) {
         // Without a tenant the key can't be scoped; storing it unscoped would let tenants see each other's responses.
-        return problemResponse({
+        return requestProblem(request, {
           type: ProblemType.unauthenticated,
           title: 'Unauthenticated',
           status: 401,
@@ -153,7 +168,7 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
         if (!(error instanceof InvalidKeyError)) throw error;
         count(IdempotencyMetric.keyInvalid);
         const missing = error.reason === 'missing';
-        return problemResponse({
+        return requestProblem(request, {
           type: missing ? ProblemType.idempotencyKeyMissing : ProblemType.idempotencyKeyInvalid,
           title: missing ? 'Idempotency-Key required' : 'Invalid Idempotency-Key',
           status: 400,
@@ -181,10 +196,10 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
         }
         case 'in_flight':
           count(IdempotencyMetric.inFlight);
-          return inFlight(began.retryAfterMs, 'A request with this Idempotency-Key is still being processed.');
+          return inFlight(request, began.retryAfterMs, 'A request with this Idempotency-Key is still being processed.');
         case 'mismatch':
           count(IdempotencyMetric.mismatch);
-          return problemResponse({
+          return requestProblem(request, {
             type: ProblemType.idempotencyKeyReused,
             title: 'Idempotency-Key reused',
             status: 422,
@@ -226,7 +241,7 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
           logger.warn('lease lost before commit; response discarded', { key: operation.lease.key });
           request.response = respondAs(
             event,
-            inFlight(1000, 'This request was superseded by a retry of the same operation.'),
+            inFlight(request, 1000, 'This request was superseded by a retry of the same operation.'),
           ) as HttpResult;
           return;
         case 'released':
@@ -272,8 +287,9 @@ function fingerprintedBody(event: HttpEvent): { body: string | null; contentType
   }
 }
 
-function inFlight(retryAfterMs: number, detail: string): APIGatewayProxyResult {
-  return problemResponse(
+function inFlight(request: { internal?: unknown }, retryAfterMs: number, detail: string): APIGatewayProxyResult {
+  return requestProblem(
+    request,
     { type: ProblemType.requestInFlight, title: 'Request in flight', status: 409, detail },
     { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
   );

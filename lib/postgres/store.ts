@@ -15,6 +15,7 @@ import { isExpired, isOwnCompletion, leaseOf } from '../engine/decide.js';
 import {
   ConfigurationError,
   ContendedError,
+  EffectKindError,
   IdempotencyError,
   LeaseLostError,
   TooManyEffectsError,
@@ -205,6 +206,23 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
   }
 
   /**
+   * Refuses anything but a PostgreSQL effect (a statement with its `text`, or a function given the transaction) with
+   * an `EffectKindError`: a DynamoDB transaction item meant for a DynamoDB store, say, staged from JavaScript or
+   * through a cast. The handle calls it in `stage()`; {@link commit} and {@link claimAndCommit} call it for every
+   * effect before they write anything.
+   */
+  checkEffect(effect: unknown, index: number): void {
+    const problem = notAPostgresEffect(effect);
+    if (problem) {
+      throw new EffectKindError(
+        index,
+        `effect ${index} is not a PostgreSQL effect (a statement { text, values? } or a function of the ` +
+          `transaction): ${problem}. A PostgresStore runs SQL in the commit's transaction; nothing was written`,
+      );
+    }
+  }
+
+  /**
    * Commits the work: the key's completion and then the effects, in one transaction (one round trip with a
    * pipelining pool and statement effects), or, with no effects, the completion alone as one statement. The
    * completion is conditioned on the lease token still being ours and the record still in progress; when it is not,
@@ -220,6 +238,7 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
    * @throws {ResponseTooLargeError} the response can't be stored; nothing was written.
    */
   async commit(lease: Lease, response: StoredResponse, effects: readonly PostgresEffect[] = []): Promise<void> {
+    this.checkEffects(effects);
     this.assertStorable(response);
     if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
     const now = this.clock.now();
@@ -310,6 +329,7 @@ export class PostgresStore implements IdempotencyStore<PostgresEffect> {
   ): Promise<OneShotOutcome> {
     return oneShotRounds(this.oneShot, key, fingerprint, build, async ({ record, previous, effects, now }) => {
       if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
+      this.checkEffects(effects);
       const outcome = await this.db.transaction([
         // The wait on a concurrent duplicate's transaction is bounded by the lock timeout; the effects' own waits by
         // the call's time left.
@@ -483,7 +503,31 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
     });
   }
 
+  /** Every effect of a commit, checked before anything is written. */
+  private checkEffects(effects: readonly unknown[]): void {
+    for (const [index, effect] of effects.entries()) this.checkEffect(effect, index);
+  }
+
   private assertStorable(response: StoredResponse): void {
     assertStorable(response, this.maxResponseBytes);
   }
+}
+
+const DYNAMODB_ACTIONS = ['ConditionCheck', 'Put', 'Delete', 'Update'];
+
+/**
+ * Why `effect` is not an effect this store can run, in a few words; undefined when it is one. Names the likely
+ * mistake: a DynamoDB transaction item where SQL was meant.
+ */
+function notAPostgresEffect(effect: unknown): string | undefined {
+  if (typeof effect === 'function') return undefined;
+  if (effect === null || typeof effect !== 'object' || Array.isArray(effect)) {
+    return `it is ${effect === null ? 'null' : Array.isArray(effect) ? 'an array' : typeof effect}`;
+  }
+  const action = DYNAMODB_ACTIONS.find((name) => name in effect);
+  if (action) return `it has ${action} (a DynamoDB transaction item, for a DynamoDB store?)`;
+  const { text, values } = effect as { text?: unknown; values?: unknown };
+  if (typeof text !== 'string' || text.trim().length === 0) return 'it has no SQL `text`';
+  if (values !== undefined && !Array.isArray(values)) return 'its `values` is not an array';
+  return undefined;
 }

@@ -36,7 +36,7 @@ export interface ProcessRecordOptions<TSummary, TEffect> extends RecordIdentityO
  * - `committed`: the function ran and its staged effects committed with the key's completion.
  * - `replay`: the key was already completed; the function did not run. `summary` is the stored one.
  * - `in_flight`: another consumer holds a live lease on the key; the function did not run.
- * - `mismatch`: the key was used for a message with another body (only with `fingerprintBody`).
+ * - `mismatch`: the key was used for a message with another body (only with `fingerprintBody` or `fingerprint`).
  * - `fenced`: the function ran, but this lease was taken over before the commit; nothing was written.
  * - `failed`: the function (or the commit) threw; nothing was written, and the key was released (`released`) so
  *   that a redelivery takes it over at once, under the same downstream key.

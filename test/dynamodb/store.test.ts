@@ -3,6 +3,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { RecordAttribute } from '../../lib/dynamodb/layout';
 import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
+import { EffectKindError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
 import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
 import { localClient, localDocumentClient, testDatabase } from '../support/dynamodb';
@@ -80,6 +81,70 @@ describe('the request each step is', () => {
     expect(requests.sent).toEqual(['TransactWriteItemsCommand', 'TransactWriteItemsCommand']);
   });
 });
+
+describe('an effect that is not a DynamoDB transaction item', () => {
+  /** SQL a PostgreSQL store would run, handed over by a JavaScript caller or through a cast. */
+  const sql = { text: 'INSERT INTO payments (id) VALUES ($1)', values: ['p'] } as unknown as EffectItem;
+
+  it('is refused by commit before any request is sent, and the key is then released, not stuck', async () => {
+    const s = store();
+    const key = newKey();
+    const lease = await acquire(s, key);
+    requests.reset();
+    const error = await s.commit(lease, created, [paymentRow(key, 'p'), sql]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EffectKindError);
+    expect(error).toMatchObject({ index: 1, message: expect.stringContaining('it has `text` (a SQL statement') });
+    expect(requests.sent).toEqual([]);
+    expect(await db.itemsUnder(key)).toBe(0);
+    expect((await s.get(key))?.status).toBe(RecordStatus.InProgress);
+    expect(await s.release(lease)).toBe(true);
+    expect((await s.get(key))?.status).toBe(RecordStatus.Released);
+  });
+
+  it('is refused by a one-shot commit before any request is sent: the key stays free', async () => {
+    const s = store();
+    const key = newKey();
+    const effectFunction = (async () => undefined) as unknown as EffectItem;
+    requests.reset();
+    await expect(
+      s.claimAndCommit(key, 'fp', async () => ({ response: created, effects: [effectFunction] })),
+    ).rejects.toThrow(/effect 0 is not a DynamoDB transaction item .*it is a function/);
+    expect(requests.sent).toEqual([]);
+    expect(await s.get(key)).toBeUndefined();
+  });
+
+  it('is told apart from a transaction item by checkEffect, which names what is wrong', () => {
+    const s = store();
+    const item = { TableName: db.paymentsTable, Key: { pk: 'a', sk: 'b' } };
+    for (const good of [
+      { Put: { TableName: db.paymentsTable, Item: { pk: 'a', sk: 'b' } } },
+      { Update: { ...item, UpdateExpression: 'SET n = :n', ExpressionAttributeValues: { ':n': 1 } } },
+      { Delete: item },
+      { ConditionCheck: { ...item, ConditionExpression: 'attribute_exists(pk)' } },
+      { Delete: item, Put: undefined },
+    ]) {
+      expect(() => s.checkEffect(good, 0)).not.toThrow();
+    }
+    const refusals: [unknown, string][] = [
+      [{ text: 'DELETE FROM payments' }, 'it has `text`'],
+      [async () => undefined, 'it is a function'],
+      [null, 'it is null'],
+      [[{ Delete: item }], 'it is an array'],
+      ['Put', 'it is string'],
+      [{}, 'it has none of them'],
+      [{ Put: item, Delete: item }, 'it has Put and Delete'],
+      [{ Delete: item, TableName: 'payments' }, 'it also has TableName'],
+      [{ Delete: 'payments' }, 'its Delete is not an object'],
+    ];
+    for (const [effect, reason] of refusals) {
+      expect(() => s.checkEffect(effect, 3)).toThrow(
+        new RegExp(`^effect 3 is not a DynamoDB .*: ${literally(reason)}`),
+      );
+    }
+  });
+});
+
+const literally = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describe('a commit sent again', () => {
   /** Lets the first request of the given command reach DynamoDB, then loses its reply. */

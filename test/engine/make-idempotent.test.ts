@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, EventBridgeEvent, Handler } from 'aws-lambda';
 import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
 import {
+  EffectKindError,
   InvalidKeyError,
   KeyReusedError,
   LeaseLostError,
@@ -169,12 +170,36 @@ describe('makeIdempotent', () => {
     expect(runs).toHaveLength(1);
   });
 
-  it('by default counts the key alone: the same key with other fields is the same call', async () => {
-    const { book, runs } = booking();
+  it('by default compares the whole input: the same key with another amount throws KeyReusedError', async () => {
+    const { book, runs } = booking({ key: (input) => (input as Order & { invoiceId: string }).invoiceId });
+    const invoiceId = `inv_${randomUUID()}`;
+    const first = await book({ invoiceId, amount: 5 } as unknown as Order);
+    const error = await book({ invoiceId, amount: 6 } as unknown as Order).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KeyReusedError);
+    expect((error as KeyReusedError).record).toMatchObject({ key: runs[0]!.key, status: RecordStatus.Completed });
+    // Canonical JSON: the same input in another member order is the same call, and replays.
+    expect(await book({ amount: 5, invoiceId } as unknown as Order)).toEqual(JSON.parse(JSON.stringify(first)));
+    expect(runs).toHaveLength(1);
+  });
+
+  it("with fingerprint: 'key-only' counts the key alone: the same key with other input replays the first", async () => {
+    const { book, runs } = booking({ fingerprint: 'key-only' });
     const input = order(4200);
     const first = await book(input);
     expect(await book({ ...input, amount: 1 })).toEqual(JSON.parse(JSON.stringify(first)));
     expect(runs).toHaveLength(1);
+  });
+
+  it('refuses an input with no JSON form to fingerprint before touching the store, unless told key-only', async () => {
+    const withBigInt = () => ({ ...order(), amount: 10n }) as unknown as Order;
+    const compared = booking();
+    db.requests.reset();
+    await expect(compared.book(withBigInt())).rejects.toThrow(/no JSON form to fingerprint.*key-only/);
+    expect(compared.runs).toHaveLength(0);
+    expect(db.requests.sent).toEqual([]);
+    const keyOnly = booking({ fingerprint: 'key-only' });
+    keyOnly.set(async () => ({ shipmentId: 'by-key' }));
+    expect(await keyOnly.book(withBigInt())).toEqual({ shipmentId: 'by-key' });
   });
 
   it('fences a call that outlived its lease: nothing of it is written, and the call that took over stands', async () => {
@@ -347,6 +372,44 @@ describe.each(storeHarnesses)('makeIdempotent, with keys taken from JSON input, 
     /** `json` is the event as it arrives: `\ud800` there is six ASCII characters, a lone surrogate once parsed. */
     return { ran, call: (json: string) => book(JSON.parse(json) as Order) };
   }
+
+  it('refuses the other store’s effect at the staging line and releases the key: nothing written', async () => {
+    const s = h.store();
+    const orderId = `ord_${randomUUID()}`;
+    // What the other store stages, as a JavaScript caller (or a cast) would hand it over.
+    const foreign =
+      h.name === 'DynamoDB'
+        ? { text: 'INSERT INTO shipments (order_id) VALUES ($1)', values: [orderId] }
+        : { Put: { TableName: 'shipments', Item: { pk: `ORDER#${orderId}`, sk: 'SHIPMENT' } } };
+    const handles: IdempotencyHandle<unknown>[] = [];
+    let stageForeign = true;
+    let ranPastIt = false;
+    const ship = makeIdempotent(
+      async (input: { orderId: string }, idempotency) => {
+        handles.push(idempotency);
+        idempotency.stage(h.effect(input.orderId, 'shipment'));
+        if (stageForeign) {
+          idempotency.stage(foreign);
+          ranPastIt = true;
+        }
+        return { shipped: input.orderId };
+      },
+      { store: s, name: `ship-${randomUUID().slice(0, 8)}`, key: (input) => input.orderId },
+    );
+    const error = await ship({ orderId }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EffectKindError);
+    expect(error).toMatchObject({ index: 1, message: expect.stringContaining(`not a ${h.name}`) });
+    expect(ranPastIt).toBe(false); // thrown by stage() itself, from the staging line
+
+    expect(await h.rowsUnder(orderId)).toBe(0);
+    expect(await h.stored(handles[0]!.key, s)).toMatchObject({ status: RecordStatus.Released });
+    // Released, not stuck: the next call takes it over at once, under the same downstream key.
+    stageForeign = false;
+    expect(await ship({ orderId })).toEqual({ shipped: orderId });
+    expect(handles.map((handle) => handle.attempt)).toEqual([1, 2]);
+    expect(handles[1]!.downstreamKey).toBe(handles[0]!.downstreamKey);
+    expect(await h.rowsUnder(orderId)).toBe(1);
+  });
 
   it('never answers a key differing only in a lone surrogate with another key’s result: both are refused', async () => {
     const { ran, call } = parsedBooking();

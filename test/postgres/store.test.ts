@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { OneShotOutcome } from '../../lib/engine/contract';
-import { ContendedError, EffectConditionFailedError, IdempotencyError } from '../../lib/engine/errors';
+import { ContendedError, EffectConditionFailedError, EffectKindError, IdempotencyError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
 import { makeIdempotent } from '../../lib/engine/make-idempotent';
 import type { IdempotencyHandle } from '../../lib/engine/operation';
@@ -210,6 +210,66 @@ describe('effects', () => {
     await expect(s.commit(lease, created, [row(key, 'p'), swallowing])).rejects.toBeInstanceOf(IdempotencyError);
     expect(await pg.rowsUnder(key)).toBe(0);
     expect((await s.claim(key, 'fp')).kind).toBe('in_flight');
+  });
+});
+
+describe('an effect that is not a PostgreSQL effect', () => {
+  /** A DynamoDB transaction item, handed over by a JavaScript caller or through a cast. */
+  const item = { Put: { TableName: 'payments', Item: { pk: 'a', sk: 'b' } } } as unknown as PostgresEffect;
+
+  it('is refused by commit before anything is sent, and the key is then released, not stuck', async () => {
+    const s = pg.store();
+    const key = newKey();
+    const lease = await acquire(s, key);
+    let error: unknown;
+    expect(
+      await roundTripsOf(async () => {
+        error = await s.commit(lease, created, [row(key, 'p'), item]).catch((e: unknown) => e);
+      }),
+    ).toBe(0);
+    expect(error).toBeInstanceOf(EffectKindError);
+    expect(error).toMatchObject({
+      index: 1,
+      message: expect.stringContaining('it has Put (a DynamoDB transaction item, for a DynamoDB store?)'),
+    });
+    expect(await pg.rowsUnder(key)).toBe(0);
+    expect((await s.get(key))?.status).toBe(RecordStatus.InProgress);
+    expect(await s.release(lease)).toBe(true);
+    expect((await s.get(key))?.status).toBe(RecordStatus.Released);
+  });
+
+  it('is refused by a one-shot commit before anything is sent: the key stays free', async () => {
+    const s = pg.store();
+    const key = newKey();
+    let error: unknown;
+    expect(
+      await roundTripsOf(async () => {
+        error = await s
+          .claimAndCommit(key, 'fp', async () => ({ response: created, effects: [row(key, 'p'), item] }))
+          .catch((e: unknown) => e);
+      }),
+    ).toBe(0);
+    expect(error).toBeInstanceOf(EffectKindError);
+    expect(await s.get(key)).toBeUndefined();
+  });
+
+  it('is told apart from a statement or an effect function by checkEffect, which names what is wrong', () => {
+    const s = pg.store();
+    for (const good of [{ text: 'SELECT 1' }, { text: 'SELECT $1', values: [1], expectRows: 1 }, async () => 1]) {
+      expect(() => s.checkEffect(good, 0)).not.toThrow();
+    }
+    const refusals: [unknown, string][] = [
+      [{ Update: { TableName: 'payments' } }, 'it has Update (a DynamoDB transaction item'],
+      [{ text: '' }, 'it has no SQL `text`'],
+      [{ values: [1] }, 'it has no SQL `text`'],
+      [{ text: 'SELECT $1', values: 1 }, 'its `values` is not an array'],
+      ['SELECT 1', 'it is string'],
+      [null, 'it is null'],
+    ];
+    for (const [effect, reason] of refusals) {
+      expect(() => s.checkEffect(effect, 2)).toThrow(`effect 2 is not a PostgreSQL effect`);
+      expect(() => s.checkEffect(effect, 2)).toThrow(reason);
+    }
   });
 });
 
