@@ -21,7 +21,7 @@ const base = {
     '^(\\.{1,2}/.*)\\.js$': '$1',
     // The package's own entry points, as tsconfig.json's `paths` resolve them: to the sources, never to a build.
     '^keystone-idempotency$': '<rootDir>/lib/engine/index.ts',
-    '^keystone-idempotency/(engine|dynamodb|postgres|http|sqs|natural|client|cdk)$': '<rootDir>/lib/$1/index.ts',
+    '^keystone-idempotency/(engine|dynamodb|postgres|http|sqs|client|cdk)$': '<rootDir>/lib/$1/index.ts',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -113,8 +113,8 @@ export async function measureHttp(options: HttpOptions): Promise<HttpResult> {
 
 /**
  * The same POST /payments route, authorizer and timeouts as the local stack, with the no-idempotency handler. Its
- * functions run the way the stack runs its own, from their sources in a worker (lib/local/source-functions.ts), so
- * that both APIs pay the same hop from the gateway to the handler.
+ * functions run the way the stack runs its own, from their sources bundled and run in execution environments
+ * (lib/local/source-functions.ts), so that both APIs pay the same hop from the gateway to the handler.
  */
 async function startPlainApi(stack: LocalStack, processorUrl: string, log: LocalLog): Promise<PlainApi> {
   const functions = await startSourceFunctions({
@@ -123,14 +123,12 @@ async function startPlainApi(stack: LocalStack, processorUrl: string, log: Local
       { name: 'authorizer', entry: join(__dirname, '..', 'functions', 'authorizer.ts') },
     ],
     environment: {
-      ...process.env,
       DYNAMODB_ENDPOINT: stack.databaseUrl,
       PAYMENTS_TABLE: stack.tables.payments,
       PROCESSOR_URL: processorUrl,
       POWERTOOLS_METRICS_DISABLED: 'true',
     },
     tsconfig: join(__dirname, '..', 'tsconfig.json'),
-    log,
   });
   try {
     const api = await startApiGateway({

@@ -16,6 +16,7 @@ import {
 import { MetricService } from '../lib/metrics/definitions';
 import { processorClient, serviceData } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
+import { PROBLEM_TYPE_BASE } from '../lib/payments/problem-types';
 import { PaymentRequest } from '../lib/payments/schema';
 import { withInvocationDeadline } from '../lib/runtime/deadline';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
@@ -44,7 +45,7 @@ export const handler = lambdaHandler(
     middy<HttpEvent, HttpResult, Error, PaymentContext>(createPaymentHandler)
       .use(tracing('payments', data.tracedClients))
       .use(publishMetrics(metrics))
-      .use(problemErrorHandler({ logger }))
+      .use(problemErrorHandler({ logger, problemTypeBase: PROBLEM_TYPE_BASE }))
       .use(validateJsonBody(PaymentRequest))
       // Recoverable: a charge whose client never comes back is finished by settlement or the completer.
       .use(httpIdempotency({ store, logger, metrics, recoverable: true })),

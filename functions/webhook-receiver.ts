@@ -14,6 +14,7 @@ import {
 import { sqsMessageBody } from 'keystone-idempotency/sqs';
 import { MetricService } from '../lib/metrics/definitions';
 import { serviceData } from '../lib/payments/config';
+import { PROBLEM_TYPE_BASE } from '../lib/payments/problem-types';
 import { withInvocationDeadline } from '../lib/runtime/deadline';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { secretFromEnv } from '../lib/runtime/secrets';
@@ -55,7 +56,7 @@ export const handler = withInvocationDeadline(
   middy<HttpEvent, HttpResult, Error, WebhookContext>(receiveWebhook)
     .use(tracing('webhooks', [...data.tracedClients, sqs]))
     .use(publishMetrics(metrics))
-    .use(problemErrorHandler({ logger }))
+    .use(problemErrorHandler({ logger, problemTypeBase: PROBLEM_TYPE_BASE }))
     .use(verifyWebhookSignature({ secret, clock: systemClock }))
     .use(validateJsonBody(ChargeSucceededEvent))
     .use(

@@ -1,7 +1,7 @@
 import type { Fetch } from './attempt-log.js';
 import { checkIdempotencyKey, newIdempotencyKey } from './key.js';
 import { type IdempotentMethod, type Operation, PreparedOperation } from './operation.js';
-import { IdempotencyProblemType } from './problem-types.js';
+import { idempotencyProblemOf } from './problem-types.js';
 import type { Problem } from './result.js';
 import { checkRetryPolicy, DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
 
@@ -18,8 +18,9 @@ export interface RetrySafeClientOptions {
   /**
    * Which 409 answers mean "the original request with this key is still running": those are retried (after their
    * `Retry-After`), every other 409 is final. Default: the problem type `request-in-flight` of this library's HTTP
-   * adapter ({@link IdempotencyProblemType}). For a server that answers every duplicate in flight with a bare 409,
-   * as the IETF Idempotency-Key draft does, pass `() => true`.
+   * adapter (`IdempotencyProblemType.requestInFlight`), under whatever base the server answers with (its slug, see
+   * `idempotencyProblemOf`). For a server that answers every duplicate in flight with a bare 409, as the IETF
+   * Idempotency-Key draft does, pass `() => true`.
    */
   readonly isInFlight?: (problem: Problem) => boolean;
   /** Default: the global `fetch`. */
@@ -88,7 +89,7 @@ export class RetrySafeClient {
     this.#config = {
       baseUrl: options.baseUrl === undefined ? undefined : parseUrl(options.baseUrl, 'baseUrl'),
       headers,
-      isInFlight: options.isInFlight ?? ((problem) => problem.type === IdempotencyProblemType.requestInFlight),
+      isInFlight: options.isInFlight ?? ((problem) => idempotencyProblemOf(problem.type) === 'requestInFlight'),
       policy: checkRetryPolicy({ ...DEFAULT_RETRY_POLICY, ...options.retry }),
       fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
       now: options.now ?? Date.now,

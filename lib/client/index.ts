@@ -7,6 +7,6 @@ export type { Fetch } from './attempt-log.js';
 export { type OperationRequest, RetrySafeClient, type RetrySafeClientOptions } from './client.js';
 export { checkIdempotencyKey, newIdempotencyKey } from './key.js';
 export type { IdempotentMethod, Operation, SendOptions } from './operation.js';
-export { IdempotencyProblemType } from './problem-types.js';
+export { IdempotencyProblemType, idempotencyProblemOf } from './problem-types.js';
 export { type Attempt, AttemptError, InvalidResponse, type OperationResult, type Problem } from './result.js';
 export { DEFAULT_RETRY_POLICY, RETRY_STATUSES, type RetryPolicy } from './retry-policy.js';

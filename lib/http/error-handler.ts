@@ -1,12 +1,21 @@
 import type middy from '@middy/core';
 import { HttpProblem } from './errors.js';
 import { type HttpEvent, type HttpResult, requestHeader } from './front-door.js';
-import { ProblemType, problemResponse } from './problem.js';
+import { checkedProblemTypeBase, ProblemType, problemResponse, setProblemTypeBase } from './problem.js';
+import { DEFAULT_PROBLEM_TYPE_BASE } from './problem-types.js';
 import { respondAs } from './response.js';
 
 export interface ProblemErrorHandlerOptions {
   /** Where unexpected errors are reported. Never the response: a 5xx body carries no internals. */
   readonly logger?: { error(message: string, ...rest: unknown[]): void };
+  /**
+   * The absolute URI the problem `type`s are written under: the adapter's own (`request-in-flight`, ...) and any
+   * slug a handler throws in an {@link HttpProblem}, so a service answers every problem in its own namespace, e.g.
+   * `https://api.example.com/problems/`. It ends in `/`, `:` or `#`; the slug follows it. The adapter's other
+   * middlewares (`validateJsonBody`, `httpIdempotency`) answer under it too, being registered after this one.
+   * Default {@link DEFAULT_PROBLEM_TYPE_BASE} (`https://keystone-idempotency.dev/problems/`).
+   */
+  readonly problemTypeBase?: string;
 }
 
 /**
@@ -22,7 +31,11 @@ export function problemErrorHandler(
   options: ProblemErrorHandlerOptions = {},
 ): middy.MiddlewareObj<HttpEvent, HttpResult> {
   const logger = options.logger ?? console;
+  const base = checkedProblemTypeBase(options.problemTypeBase ?? DEFAULT_PROBLEM_TYPE_BASE);
   return {
+    before: async function problemErrorHandlerBefore(request) {
+      setProblemTypeBase(request, base);
+    },
     after: async function problemErrorHandlerAfter(request) {
       request.response = respondAs(request.event, request.response) as HttpResult;
     },
@@ -34,16 +47,23 @@ export function problemErrorHandler(
       }
       const error = request.error;
       if (error instanceof HttpProblem && error.expose) {
-        request.response = respondAs(request.event, problemResponse(error.toProblem(), error.headers)) as HttpResult;
+        request.response = respondAs(
+          request.event,
+          problemResponse(error.toProblem(), error.headers, base),
+        ) as HttpResult;
         return;
       }
       logger.error('unhandled error', { error: describe(error), requestId: request.context?.awsRequestId });
-      const response = problemResponse({
-        type: ProblemType.internal,
-        title: 'Internal Server Error',
-        status: error instanceof HttpProblem ? error.status : 500,
-        detail: `The request could not be completed. ${retryAdvice(request.event)}`,
-      });
+      const response = problemResponse(
+        {
+          type: ProblemType.internal,
+          title: 'Internal Server Error',
+          status: error instanceof HttpProblem ? error.status : 500,
+          detail: `The request could not be completed. ${retryAdvice(request.event)}`,
+        },
+        {},
+        base,
+      );
       if (error instanceof HttpProblem) Object.assign(response.headers ?? {}, error.headers);
       request.response = respondAs(request.event, response) as HttpResult;
     },

@@ -1,4 +1,4 @@
-import { type ProblemDetails, problemType } from './problem.js';
+import type { ProblemDetails } from './problem.js';
 
 /**
  * An error that already knows its HTTP answer. Like middy's HttpError, `expose` is true below 500: only then are
@@ -6,6 +6,10 @@ import { type ProblemDetails, problemType } from './problem.js';
  */
 export class HttpProblem extends Error {
   readonly status: number;
+  /**
+   * A full `type` URI, or a slug (the adapter's `ProblemType` or a service's own) that `problemErrorHandler`
+   * writes under the service's base.
+   */
   readonly type: string;
   readonly title: string;
   readonly detail: string | undefined;
@@ -15,7 +19,7 @@ export class HttpProblem extends Error {
 
   constructor(
     status: number,
-    slug: string,
+    type: string,
     title: string,
     options: {
       detail?: string;
@@ -27,7 +31,7 @@ export class HttpProblem extends Error {
     super(options.detail ?? title, { cause: options.cause });
     this.name = 'HttpProblem';
     this.status = status;
-    this.type = problemType(slug);
+    this.type = type;
     this.title = title;
     this.detail = options.detail;
     this.headers = options.headers ?? {};

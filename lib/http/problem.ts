@@ -1,7 +1,15 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { problemType } from './problem-types.js';
+import { ConfigurationError } from '../engine/errors.js';
+import { DEFAULT_PROBLEM_TYPE_BASE, problemType } from './problem-types.js';
 
-export { PROBLEM_TYPE_BASE, type ProblemSlug, ProblemType, problemType } from './problem-types.js';
+export {
+  adapterProblemOf,
+  DEFAULT_PROBLEM_TYPE_BASE,
+  isProblemOf,
+  type ProblemSlug,
+  ProblemType,
+  problemType,
+} from './problem-types.js';
 
 /**
  * RFC 9457 problem details. `type` is a stable identifier clients can switch on (documented in the README and the
@@ -40,12 +48,58 @@ export interface GatewayProblem {
   readonly requestId: string;
 }
 
-/** An API Gateway proxy result carrying a problem+json body. `type` may be a {@link ProblemType} slug or a URI. */
-export function problemResponse(problem: ProblemDetails, headers: Record<string, string> = {}): APIGatewayProxyResult {
-  const type = problem.type.includes(':') ? problem.type : problemType(problem.type);
+/**
+ * An API Gateway proxy result carrying a problem+json body. `type` may be a URI, or a slug (a {@link ProblemType}
+ * or a service's own), which is written under `base`.
+ */
+export function problemResponse(
+  problem: ProblemDetails,
+  headers: Record<string, string> = {},
+  base: string = DEFAULT_PROBLEM_TYPE_BASE,
+): APIGatewayProxyResult {
+  const type = problem.type.includes(':') ? problem.type : problemType(problem.type, base);
   return {
     statusCode: problem.status,
     headers: { 'Content-Type': 'application/problem+json', ...headers },
     body: JSON.stringify({ ...problem, type }),
   };
+}
+
+/** Where `problemErrorHandler` leaves the service's base for the adapter's other middlewares. */
+const BASE_KEY = 'keystone-idempotency:problemTypeBase';
+
+/**
+ * Checks a base URI a service sets: absolute (a scheme, as RFC 9457 recommends, so that a slug and a `type` are never
+ * confused), and ending where a slug can follow (`/`, `:` or `#`).
+ */
+export function checkedProblemTypeBase(base: string): string {
+  if (!/^[a-z][a-z0-9+.-]*:/i.test(base) || !'/:#'.includes(base.charAt(base.length - 1))) {
+    throw new ConfigurationError(
+      `problemTypeBase must be an absolute URI ending in "/", ":" or "#" (for example "https://api.example.com/problems/"), got ${JSON.stringify(base)}`,
+    );
+  }
+  return base;
+}
+
+/** Records the service's base in a request for the middlewares after the problem handler. @internal */
+export function setProblemTypeBase(request: { internal: unknown }, base: string): void {
+  (request.internal as Record<string, unknown>)[BASE_KEY] = base;
+}
+
+/**
+ * The base this request's problems are answered under: the one `problemErrorHandler({ problemTypeBase })` set, or
+ * {@link DEFAULT_PROBLEM_TYPE_BASE}. Every middleware of the adapter that answers a problem itself asks this.
+ */
+export function problemTypeBaseOf(request: { internal?: unknown }): string {
+  const base = (request.internal as Record<string, unknown> | undefined)?.[BASE_KEY];
+  return typeof base === 'string' ? base : DEFAULT_PROBLEM_TYPE_BASE;
+}
+
+/** {@link problemResponse} under the base of `request` ({@link problemTypeBaseOf}). @internal */
+export function requestProblem(
+  request: { internal?: unknown },
+  problem: ProblemDetails,
+  headers: Record<string, string> = {},
+): APIGatewayProxyResult {
+  return problemResponse(problem, headers, problemTypeBaseOf(request));
 }

@@ -22,6 +22,7 @@ import { Construct } from 'constructs';
 import { ProblemType, problemType } from 'keystone-idempotency/http';
 import type { JsonSchema } from '../openapi/json-schema';
 import type { RequestModel } from '../openapi/request-models';
+import { PROBLEM_TYPE_BASE } from '../payments/problem-types';
 import type { EnvironmentConfig } from './environments';
 import type { RouteTrigger } from './functions';
 
@@ -221,7 +222,7 @@ export class PaymentsApi extends Construct {
       responseHeaders: problem.responseHeaders,
       templates: {
         'application/json': JSON.stringify({
-          type: problemType(ProblemType.invalidBody),
+          type: problemType(ProblemType.invalidBody, PROBLEM_TYPE_BASE),
           title: 'Invalid request body',
           status: 400,
           detail: 'The body must be a JSON object.',

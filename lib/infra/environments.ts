@@ -7,6 +7,7 @@ import {
   RecoveryMetric,
   type RecoveryMetricName,
 } from '../metrics/definitions';
+import { STORE_KINDS, type StoreKind } from '../payments/store-kind';
 
 /** The deployable environments. Each one is its own stack (`Keystone-<name>`), its own tables and its own API. */
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
@@ -25,14 +26,8 @@ export type FirewallAction = 'count' | 'block';
 export const API_KINDS = ['rest', 'http'] as const;
 export type ApiKind = (typeof API_KINDS)[number];
 
-/**
- * Where the service keeps its data (the functions run unchanged on either; each is bundled for its store):
- * - `dynamodb`, the default: the idempotency and payments tables, on demand, nothing to run or patch;
- * - `postgres`: Aurora PostgreSQL Serverless v2 behind RDS Proxy, the keys and the service's tables in one database
- *   (a payment row commits in the same SQL transaction as its key), the functions in a VPC (lib/infra/database.ts).
- */
-export const STORE_KINDS = ['dynamodb', 'postgres'] as const;
-export type StoreKind = (typeof STORE_KINDS)[number];
+/** Where the service keeps its data: one definition, the runtime's and the stack's (lib/payments/store-kind.ts). */
+export { STORE_KINDS, type StoreKind } from '../payments/store-kind';
 
 /**
  * The Aurora PostgreSQL cluster, its proxy and its network, where the environment runs on `store: 'postgres'`. Ignored

@@ -1,4 +1,4 @@
-import { PROBLEM_TYPE_BASE, ProblemType, problemType, REPLAYED_HEADER } from 'keystone-idempotency/http';
+import { ProblemType, problemType, REPLAYED_HEADER } from 'keystone-idempotency/http';
 import type {
   HeaderObject,
   OpenAPIObject,
@@ -15,6 +15,7 @@ import {
   InvalidBodyProblem,
   PaymentProblemType,
   PaymentRejectedProblem,
+  PROBLEM_TYPE_BASE,
   ProblemDetails,
 } from '../payments/problems';
 import { Payment, PaymentRequest } from '../payments/schema';
@@ -63,12 +64,20 @@ const componentSchemas = {
   GatewayProblem: openApiSchema(GatewayProblem, 'response'),
 } satisfies Record<string, unknown>;
 
-/** One of our problems, narrowed to the `type`s this response can carry. */
+/**
+ * One of our problems, narrowed to the `type`s this response can carry: slugs of the HTTP adapter's (`ProblemType`)
+ * or the service's own (`PaymentProblemType`), all under the service's base.
+ */
 function problem(
   schema: 'Problem' | 'InvalidBodyProblem' | 'CardDeclinedProblem' | 'PaymentRejectedProblem',
   ...slugs: string[]
 ): Schema {
-  return { allOf: [schemaRef(schema), { type: 'object', properties: { type: { enum: slugs.map(problemType) } } }] };
+  return {
+    allOf: [
+      schemaRef(schema),
+      { type: 'object', properties: { type: { enum: slugs.map((slug) => problemType(slug, PROBLEM_TYPE_BASE)) } } },
+    ],
+  };
 }
 
 const gatewayProblem = schemaRef('GatewayProblem');
@@ -255,7 +264,7 @@ const getPayment: OperationObject = {
     '401': unauthorized,
     '404': problemResponse(
       "`not-found`: no such payment for this account (another account's payment is indistinguishable from none).",
-      problem('Problem', ProblemType.notFound),
+      problem('Problem', PaymentProblemType.notFound),
     ),
     ...gatewayResponses,
     ...internalErrors(),
@@ -287,7 +296,7 @@ const receiveWebhook: OperationObject = {
     ),
     '401': problemResponse(
       '`invalid-signature`: the signature is missing, forged or stale. Nothing was stored.',
-      problem('Problem', ProblemType.invalidSignature),
+      problem('Problem', PaymentProblemType.invalidSignature),
     ),
     '409': problemResponse(
       '`request-in-flight`: the same event is being processed right now.',
@@ -308,12 +317,19 @@ const receiveWebhook: OperationObject = {
 export interface OpenApiDocumentOptions {
   /** The URL this document is served from, first among `servers`; e.g. the local stack's `http://127.0.0.1:3000`. */
   readonly serverUrl?: string;
+  /**
+   * What `serverUrl` is, as its entry in `servers` says. Default: the local stack that serves this document (its
+   * /openapi.json route); a document printed for another API must say which one instead.
+   */
+  readonly serverDescription?: string;
 }
 
 /** The whole document; cheap to build (a few milliseconds), so callers build it when they need it. */
 export function openApiDocument(options: OpenApiDocumentOptions = {}): OpenAPIObject {
   const servers: ServerObject[] = [
-    ...(options.serverUrl ? [{ url: options.serverUrl, description: 'This local stack (npm start)' }] : []),
+    ...(options.serverUrl
+      ? [{ url: options.serverUrl, description: options.serverDescription ?? 'This local stack (npm start)' }]
+      : []),
     {
       url: `https://{restApiId}.execute-api.{region}.amazonaws.com/${DEPLOYED_STAGE}`,
       description: "A deployed environment: its API's id and region are outputs of `cdk deploy`.",

@@ -6,13 +6,13 @@ import { dynamoDbData } from './data-dynamodb';
 import { postgresData } from './data-postgres';
 import { ProcessorClient } from './processor-client';
 import type { PaymentsRepository } from './store';
+import { STORE_KINDS, type StoreKind } from './store-kind';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** Which database the service runs on: `STORE`, `dynamodb` (the default) or `postgres`. */
-export type StoreKind = 'dynamodb' | 'postgres';
-export const STORE_KINDS: readonly StoreKind[] = ['dynamodb', 'postgres'];
+export { STORE_KINDS, type StoreKind } from './store-kind';
 
+/** Which database the service runs on: `STORE`, `dynamodb` (the default) or `postgres`. */
 export function storeKind(env: Env = process.env): StoreKind {
   const kind = env.STORE || 'dynamodb';
   if (!(STORE_KINDS as readonly string[]).includes(kind)) {

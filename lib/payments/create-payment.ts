@@ -2,7 +2,12 @@ import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { IdempotencyHandle } from 'keystone-idempotency/engine';
 import { problemResponse } from 'keystone-idempotency/http';
 import { chargeReference, paymentCreated, paymentFromCharge } from './payment';
-import { type CardDeclinedProblem, PaymentProblemType, type PaymentRejectedProblem } from './problems';
+import {
+  type CardDeclinedProblem,
+  PaymentProblemType,
+  type PaymentRejectedProblem,
+  PROBLEM_TYPE_BASE,
+} from './problems';
 import type { ProcessorClient } from './processor-client';
 import type { PaymentRequest } from './schema';
 import type { PaymentsRepository } from './store';
@@ -51,7 +56,7 @@ export async function createPayment<TEffect>(
         detail: outcome.message,
         decline_code: outcome.code,
       };
-      return problemResponse(problem);
+      return problemResponse(problem, {}, PROBLEM_TYPE_BASE);
     }
     case 'unavailable':
       return unavailable(outcome.reason, outcome.retryAfterSeconds);
@@ -66,7 +71,7 @@ export async function createPayment<TEffect>(
           detail: 'The payment processor refused a value of this request. Fix it and send a new request.',
           errors: [{ path: outcome.param, message: outcome.message }],
         };
-        return problemResponse(problem);
+        return problemResponse(problem, {}, PROBLEM_TYPE_BASE);
       }
       throw new Error(`processor rejected the charge (${outcome.status}): ${outcome.message}`);
     }
@@ -96,5 +101,6 @@ function unavailable(reason: keyof typeof UNAVAILABLE, retryAfterSeconds = 1): A
         'Idempotency-Key: it will not be charged twice, and if it was made the retry returns it.',
     },
     { 'Retry-After': String(retryAfterSeconds) },
+    PROBLEM_TYPE_BASE,
   );
 }

@@ -1,6 +1,7 @@
 import type * as http from 'keystone-idempotency/http';
-import { ProblemType } from 'keystone-idempotency/http';
 import * as z from 'zod/mini';
+
+export { type PaymentProblemSlug, PaymentProblemType, PROBLEM_TYPE_BASE } from './problem-types';
 
 /**
  * The problem+json bodies the API answers, as zod schemas: the OpenAPI document is generated from them, and the
@@ -28,19 +29,6 @@ export const GatewayProblem = z.strictObject({
   title: z.nullable(z.string()),
   requestId: z.string().check(z.minLength(1)),
 }) satisfies z.ZodMiniType<http.GatewayProblem>;
-
-/** The payments API's own problem types, from the one list of them (`ProblemType`). */
-export const PaymentProblemType = {
-  /** The processor declined the card: a stored, replayed answer (402). */
-  cardDeclined: ProblemType.cardDeclined,
-  /** The processor failed, timed out or was unreachable (502/503/504 + Retry-After): retry with the same key. */
-  processorUnavailable: ProblemType.processorUnavailable,
-  /**
-   * The processor refused a value the client chose (an unknown card token, say): the client's mistake, told as such
-   * (422, `errors` naming the field), stored and replayed like any other deterministic answer.
-   */
-  paymentRejected: ProblemType.paymentRejected,
-} as const;
 
 /** The `card-declined` problem carries the processor's decline code, for the client to show or switch on. */
 export const CardDeclinedProblem = z.extend(ProblemDetails, { decline_code: z.string().check(z.minLength(1)) });

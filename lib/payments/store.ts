@@ -1,7 +1,6 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { EffectItem } from 'keystone-idempotency/dynamodb';
-import { compareAndSetItem } from 'keystone-idempotency/natural';
+import { compareAndSetEffect, type EffectItem } from 'keystone-idempotency/dynamodb';
 import type { Payment } from './schema';
 
 /** A payment as the API shows it: its schema is in `schema.ts`, the one source for handlers and the OpenAPI. */
@@ -93,7 +92,7 @@ export class PaymentsStore implements PaymentsRepository<EffectItem> {
    * and fails its condition (rather than overwriting `settled_at`) on any repeat.
    */
   settlePayment(accountId: string, paymentId: string, settledAt: string): EffectItem {
-    return compareAndSetItem({
+    return compareAndSetEffect({
       TableName: this.tableName,
       Key: paymentKey(accountId, paymentId),
       attribute: 'status',

@@ -1,12 +1,13 @@
 import type { QueryResultRow } from 'pg';
-import { InvalidNaturalRequestError, NaturalIdempotencyError } from '../natural/errors.js';
+import { InvalidNaturalRequestError, NaturalIdempotencyError } from '../engine/errors.js';
 import type { Queryable } from './database.js';
 import { quoteIdentifier } from './schema.js';
 import type { PostgresStatement } from './store.js';
 
 /**
  * Natural idempotency in SQL: operations safe to repeat by their own construction, with no key store, the three of
- * the documents. Each is one statement (one round trip), and each but the first has a form to stage into an engine
+ * the documents, in the same shape as DynamoDB's (`keystone-idempotency/dynamodb`): the same names and results, each
+ * input in its store's terms. Each is one statement (one round trip), and each but the first has a form to stage into an engine
  * commit. Tables and columns are quoted identifiers, values parameters: nothing given is ever read as SQL.
  *
  * - put-if-absent: `INSERT ... ON CONFLICT DO NOTHING`, for a row whose key comes from the request;

@@ -4,11 +4,11 @@ import {
   answersEarly,
   type HttpEvent,
   type HttpResult,
-  ProblemType,
   problemResponse,
   rawBody,
   requestHeader,
 } from 'keystone-idempotency/http';
+import { PaymentProblemType, PROBLEM_TYPE_BASE } from '../payments/problem-types';
 import { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, verifySignature } from './signature';
 
 export interface VerifyWebhookOptions {
@@ -34,12 +34,16 @@ export function verifyWebhookSignature(options: VerifyWebhookOptions): middy.Mid
         toleranceSeconds: options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS,
       });
       if (verdict.ok) return undefined;
-      return problemResponse({
-        type: ProblemType.invalidSignature,
-        title: 'Invalid webhook signature',
-        status: 401,
-        detail: `The ${SIGNATURE_HEADER} header is ${verdict.reason === 'stale' ? 'too old or too far in the future' : verdict.reason}.`,
-      });
+      return problemResponse(
+        {
+          type: PaymentProblemType.invalidSignature,
+          title: 'Invalid webhook signature',
+          status: 401,
+          detail: `The ${SIGNATURE_HEADER} header is ${verdict.reason === 'stale' ? 'too old or too far in the future' : verdict.reason}.`,
+        },
+        {},
+        PROBLEM_TYPE_BASE,
+      );
     }),
   };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { compareAndSet, compareAndSetItem, InvalidNaturalRequestError } from '../../lib/natural';
+import { compareAndSet, compareAndSetEffect, InvalidNaturalRequestError } from '../../lib/dynamodb';
 import { testDatabase } from '../support/dynamodb';
 
 const db = testDatabase();
@@ -77,21 +77,21 @@ describe('compareAndSet', () => {
 
   it('refuses to touch a key attribute or to set the state attribute twice', () => {
     const Key = { pk: 'p', sk: 's' };
-    expect(() => compareAndSetItem({ ...settle(Key), attribute: 'sk' })).toThrow(InvalidNaturalRequestError);
-    expect(() => compareAndSetItem({ ...settle(Key), set: { pk: 'x' } })).toThrow(InvalidNaturalRequestError);
-    expect(() => compareAndSetItem({ ...settle(Key), set: { status: 'x' } })).toThrow(InvalidNaturalRequestError);
-    expect(() => compareAndSetItem({ ...settle(Key), expected: undefined })).toThrow(InvalidNaturalRequestError);
+    expect(() => compareAndSetEffect({ ...settle(Key), attribute: 'sk' })).toThrow(InvalidNaturalRequestError);
+    expect(() => compareAndSetEffect({ ...settle(Key), set: { pk: 'x' } })).toThrow(InvalidNaturalRequestError);
+    expect(() => compareAndSetEffect({ ...settle(Key), set: { status: 'x' } })).toThrow(InvalidNaturalRequestError);
+    expect(() => compareAndSetEffect({ ...settle(Key), expected: undefined })).toThrow(InvalidNaturalRequestError);
   });
 });
 
-describe('compareAndSetItem', () => {
+describe('compareAndSetEffect', () => {
   it('applies the same transition inside a transaction, and cancels the transaction on a repeat', async () => {
     const Key = await payment();
     const witness = { pk: Key.pk, sk: 'LEDGER#settlement' };
     const transaction = () =>
       doc.send(
         new TransactWriteCommand({
-          TransactItems: [compareAndSetItem(settle(Key)), { Put: { TableName: db.paymentsTable, Item: witness } }],
+          TransactItems: [compareAndSetEffect(settle(Key)), { Put: { TableName: db.paymentsTable, Item: witness } }],
         }),
       );
     await transaction();

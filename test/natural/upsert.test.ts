@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { InvalidNaturalRequestError, upsert, upsertItem } from '../../lib/natural';
+import { InvalidNaturalRequestError, upsert, upsertEffect } from '../../lib/dynamodb';
 import { testDatabase } from '../support/dynamodb';
 
 const db = testDatabase();
@@ -46,20 +46,20 @@ describe('upsert', () => {
 
   it('refuses empty values, undefined values and key attributes', () => {
     const Key = profileKey();
-    expect(() => upsertItem({ TableName: db.paymentsTable, Key, values: {} })).toThrow(InvalidNaturalRequestError);
-    expect(() => upsertItem({ TableName: db.paymentsTable, Key, values: { a: undefined } })).toThrow(
+    expect(() => upsertEffect({ TableName: db.paymentsTable, Key, values: {} })).toThrow(InvalidNaturalRequestError);
+    expect(() => upsertEffect({ TableName: db.paymentsTable, Key, values: { a: undefined } })).toThrow(
       InvalidNaturalRequestError,
     );
-    expect(() => upsertItem({ TableName: db.paymentsTable, Key, values: { sk: 'x' } })).toThrow(
+    expect(() => upsertEffect({ TableName: db.paymentsTable, Key, values: { sk: 'x' } })).toThrow(
       InvalidNaturalRequestError,
     );
   });
 });
 
-describe('upsertItem', () => {
+describe('upsertEffect', () => {
   it('applies the same upsert inside a transaction, any number of times', async () => {
     const Key = profileKey();
-    const item = upsertItem({ TableName: db.paymentsTable, Key, values: { verified: true } });
+    const item = upsertEffect({ TableName: db.paymentsTable, Key, values: { verified: true } });
     await doc.send(new TransactWriteCommand({ TransactItems: [item] }));
     await doc.send(new TransactWriteCommand({ TransactItems: [item] }));
     expect(await read(Key)).toEqual({ ...Key, verified: true });

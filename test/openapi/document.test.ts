@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import Ajv2020 from 'ajv/dist/2020';
 import fc from 'fast-check';
@@ -9,6 +12,7 @@ import { ProblemType, problemType } from '../../lib/http/problem';
 import { STAGE_NAME } from '../../lib/infra/api';
 import { openApiDocument } from '../../lib/openapi/document';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../lib/openapi/idempotency-key';
+import { PaymentProblemType, PROBLEM_TYPE_BASE } from '../../lib/payments/problems';
 import { PaymentRequest } from '../../lib/payments/schema';
 import { ChargeSucceededEvent } from '../../lib/settlement/event';
 import { documentedValues } from '../support/json-schema-arbitrary';
@@ -31,16 +35,34 @@ describe('the OpenAPI document', () => {
     expect(compiled.length).toBeGreaterThan(30);
   });
 
-  it('lists every problem type the service can answer', () => {
-    // The one list holds the adapter's, the payments service's and the webhook receiver's types. `bad-request` is
-    // the HTTP adapter's generic type; no route of the payments API produces it.
-    const served = Object.values(ProblemType).filter((slug) => slug !== ProblemType.badRequest);
-    expect(served).toEqual(expect.arrayContaining(['card-declined', 'processor-unavailable', 'invalid-signature']));
-    for (const slug of served) expect(text).toContain(JSON.stringify(problemType(slug)));
+  it("lists every problem type the service can answer, the adapter's and its own, under its base", () => {
+    // Two owners, one list each: the HTTP adapter's (every one of which some route of this API can answer) and the
+    // service's (the payments API's and the webhook receiver's).
+    const served = [...Object.values(ProblemType), ...Object.values(PaymentProblemType)];
+    expect(served).toEqual(expect.arrayContaining(['request-in-flight', 'card-declined', 'invalid-signature']));
+    for (const slug of served) expect(text).toContain(JSON.stringify(problemType(slug, PROBLEM_TYPE_BASE)));
+    // And nothing else: every `type` the document names is one of those, under the service's base.
+    const named = [...text.matchAll(/"(https:\/\/[^"]*\/problems\/[^"]*)"/g)].map(([, uri]) => uri);
+    expect(new Set(named)).toEqual(new Set(served.map((slug) => problemType(slug, PROBLEM_TYPE_BASE))));
   });
 
   it("names the deployed stage's URL", () => {
     expect(document.servers?.at(-1)?.url).toMatch(new RegExp(`/${STAGE_NAME}$`));
+  });
+
+  it('printed by `npm run openapi`, describes the server API_URL names as that, not as the local stack', async () => {
+    const [given, unset] = await Promise.all([
+      printedDocument({ API_URL: 'https://payments.example.test/prod' }),
+      printedDocument({ API_URL: undefined }),
+    ]);
+    expect(given.servers?.[0]?.url).toBe('https://payments.example.test/prod');
+    expect(given.servers?.[0]?.description).toContain('API_URL');
+    expect(given.servers?.[0]?.description).not.toMatch(/local stack|npm start/);
+    // Without it, the first server is the local stack on its default port, and says so.
+    expect(unset.servers?.[0]).toEqual({
+      url: 'http://127.0.0.1:3000',
+      description: expect.stringMatching(/local stack \(npm start\) on its default port/),
+    });
   });
 
   it('never documents a valid payment request as invalid', () => {
@@ -162,3 +184,16 @@ describe('the documented Idempotency-Key pattern', () => {
     );
   });
 });
+
+/** What `npm run openapi` prints (bin/openapi.ts, run as the script runs it), with these variables set or unset. */
+async function printedDocument(variables: Record<string, string | undefined>): Promise<OpenAPIObject> {
+  const root = join(__dirname, '..', '..');
+  const env = { ...process.env, ...variables };
+  for (const [name, value] of Object.entries(variables)) if (value === undefined) delete env[name];
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(root, 'bin', 'openapi.ts')],
+    { cwd: root, env, maxBuffer: 16 * 1024 * 1024 },
+  );
+  return JSON.parse(stdout) as OpenAPIObject;
+}

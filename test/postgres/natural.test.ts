@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { EffectConditionFailedError } from '../../lib/engine/errors';
+import { EffectConditionFailedError, InvalidNaturalRequestError } from '../../lib/engine/errors';
 import { scopedKey } from '../../lib/engine/key';
-import { InvalidNaturalRequestError } from '../../lib/natural/errors';
 import { compareAndSet, compareAndSetEffect, putIfAbsent, upsert, upsertEffect } from '../../lib/postgres/natural';
 import { testPostgres } from '../support/postgres';
 

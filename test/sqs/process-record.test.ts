@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { compareAndSetEffect } from '../../lib/dynamodb';
 import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
 import {
   EffectConditionFailedError,
@@ -7,7 +8,6 @@ import {
   TooManyEffectsError,
 } from '../../lib/engine/errors';
 import { RecordStatus } from '../../lib/engine/record';
-import { compareAndSetItem } from '../../lib/natural';
 import {
   InvalidRecordKeyError,
   type ProcessRecordOptions,
@@ -100,7 +100,7 @@ describe('processRecordIdempotently', () => {
       options(async (ctx) => {
         ctx.stage(row(record.messageId));
         ctx.stage(
-          compareAndSetItem({
+          compareAndSetEffect({
             TableName: db.paymentsTable,
             Key: { pk: `missing-${randomUUID()}`, sk: 'x' },
             attribute: 'status',

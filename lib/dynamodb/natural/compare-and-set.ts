@@ -1,8 +1,8 @@
 import { type AttributeValue, ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import type { EffectItem } from '../dynamodb/store.js';
-import { InvalidNaturalRequestError } from './errors.js';
+import { InvalidNaturalRequestError } from '../../engine/errors.js';
+import type { EffectItem } from '../store.js';
 import { assertNoKeyAttributes, setClause } from './set-clause.js';
 
 type Item = Record<string, unknown>;
@@ -70,10 +70,10 @@ export async function compareAndSet<T extends Item = Item>(
  *
  * @example
  * ctx.stage(
- *   compareAndSetItem({ TableName: 'payments', Key, attribute: 'status', expected: 'succeeded', next: 'settled' }),
+ *   compareAndSetEffect({ TableName: 'payments', Key, attribute: 'status', expected: 'succeeded', next: 'settled' }),
  * );
  */
-export function compareAndSetItem(input: CompareAndSetInput): EffectItem {
+export function compareAndSetEffect(input: CompareAndSetInput): EffectItem {
   return { Update: compareAndSetUpdate(input) };
 }
 

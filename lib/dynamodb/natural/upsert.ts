@@ -1,6 +1,6 @@
 import { type DynamoDBDocumentClient, UpdateCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { EffectItem } from '../dynamodb/store.js';
-import { InvalidNaturalRequestError } from './errors.js';
+import { InvalidNaturalRequestError } from '../../engine/errors.js';
+import type { EffectItem } from '../store.js';
 import { assertNoKeyAttributes, setClause } from './set-clause.js';
 
 type Item = Record<string, unknown>;
@@ -34,9 +34,9 @@ export async function upsert<T extends Item = Item>(client: DynamoDBDocumentClie
  * The same upsert as a transaction item, to stage into an engine commit.
  *
  * @example
- * ctx.stage(upsertItem({ TableName: 'profiles', Key: { pk: 'USER#u1', sk: 'PROFILE' }, values: { verified: true } }));
+ * ctx.stage(upsertEffect({ TableName: 'profiles', Key: { pk: 'USER#u1', sk: 'PROFILE' }, values: { verified: true } }));
  */
-export function upsertItem(input: UpsertInput): EffectItem {
+export function upsertEffect(input: UpsertInput): EffectItem {
   return { Update: upsertUpdate(input) };
 }
 

@@ -1,4 +1,4 @@
-import { InvalidNaturalRequestError } from './errors.js';
+import { InvalidNaturalRequestError } from '../../engine/errors.js';
 
 /** A `SET` clause over top-level attributes, every name and value behind a placeholder. */
 export interface SetClause {

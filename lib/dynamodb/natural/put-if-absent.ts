@@ -1,7 +1,7 @@
 import { type AttributeValue, ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { InvalidNaturalRequestError, NaturalIdempotencyError } from './errors.js';
+import { InvalidNaturalRequestError, NaturalIdempotencyError } from '../../engine/errors.js';
 
 type Item = Record<string, unknown>;
 
