@@ -1,16 +1,24 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { $ZodType, output } from 'zod/v4/core';
 import { answersEarly } from './early-response.js';
 import { type HttpEvent, type HttpResult, requestHeader } from './front-door.js';
 import { BodyEncodingError, charsetOf, rawBody } from './headers.js';
-import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse } from './problem.js';
+import { type BodyError, type InvalidBodyProblem, ProblemType, problemResponse, problemTypeBaseOf } from './problem.js';
 
 /** zod's parser, loaded with zod the first time a body is validated: see zod-parse.ts. */
 let zod: Promise<typeof import('./zod-parse.js')> | undefined;
 
 /** The context a handler sees after {@link validateJsonBody}: the parsed, typed body. */
 export type WithBody<T> = { body: T };
+
+/**
+ * A zod 4 schema (classic or `zod/mini`), as far as the types need one: what it parses to. Declared here rather than
+ * imported from zod, so the HTTP adapter's declarations compile in a project without zod installed; every zod 4
+ * schema has it (`z.output<S>` reads the same field).
+ */
+export interface BodySchema {
+  readonly _zod: { readonly output: unknown };
+}
 
 /**
  * Parses and validates a JSON body before anything else touches the request, so an invalid body is a 400 listing
@@ -20,12 +28,14 @@ export type WithBody<T> = { body: T };
  * loaded on the first validation, so the rest of the HTTP adapter works without it installed. Serves every front
  * door (a REST API, an HTTP API, a function URL, an ALB target), base64 bodies included, and answers each in its format.
  */
-export function validateJsonBody<S extends $ZodType>(
+export function validateJsonBody<S extends BodySchema>(
   schema: S,
-): middy.MiddlewareObj<HttpEvent, HttpResult, Error, Context & WithBody<output<S>>> {
+): middy.MiddlewareObj<HttpEvent, HttpResult, Error, Context & WithBody<S['_zod']['output']>> {
   return {
     before: answersEarly(async function validateJsonBodyBefore(request) {
       const contentType = requestHeader(request.event, 'content-type');
+      const base = problemTypeBaseOf(request);
+      const invalid = (detail: string, errors: BodyError[]) => invalidBody(detail, errors, base);
       if (contentType !== undefined && !/^application\/([a-z0-9.+-]+\+)?json\b/i.test(contentType)) {
         return invalid('The body must be JSON (Content-Type: application/json).', [
           { path: '', message: `unsupported content type ${JSON.stringify(contentType)}` },
@@ -35,12 +45,16 @@ export function validateJsonBody<S extends $ZodType>(
       // characters into others (and two different bodies into one fingerprint): refuse it rather than guess.
       const charset = contentType === undefined ? undefined : charsetOf(contentType);
       if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
-        return problemResponse({
-          type: ProblemType.unsupportedMediaType,
-          title: 'Unsupported charset',
-          status: 415,
-          detail: `The body must be UTF-8 (JSON is UTF-8, RFC 8259); it was declared ${JSON.stringify(charset)}.`,
-        });
+        return problemResponse(
+          {
+            type: ProblemType.unsupportedMediaType,
+            title: 'Unsupported charset',
+            status: 415,
+            detail: `The body must be UTF-8 (JSON is UTF-8, RFC 8259); it was declared ${JSON.stringify(charset)}.`,
+          },
+          {},
+          base,
+        );
       }
       let parsed: unknown;
       try {
@@ -65,7 +79,7 @@ export function validateJsonBody<S extends $ZodType>(
   };
 }
 
-function invalid(detail: string, errors: BodyError[]): APIGatewayProxyResult {
+function invalidBody(detail: string, errors: BodyError[], base: string): APIGatewayProxyResult {
   const problem: InvalidBodyProblem = {
     type: ProblemType.invalidBody,
     title: 'Invalid request body',
@@ -73,5 +87,5 @@ function invalid(detail: string, errors: BodyError[]): APIGatewayProxyResult {
     detail,
     errors,
   };
-  return problemResponse(problem);
+  return problemResponse(problem, {}, base);
 }

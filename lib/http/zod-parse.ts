@@ -1,5 +1,6 @@
 import { en } from 'zod/locales';
-import { type $ZodType, type output, safeParse } from 'zod/v4/core';
+import { type $ZodType, safeParse } from 'zod/v4/core';
+import type { BodySchema } from './validate-body.js';
 
 /**
  * zod's parser, in a module of its own so that `validateJsonBody` loads it (with zod) on first use: the HTTP adapter
@@ -15,8 +16,9 @@ import { type $ZodType, type output, safeParse } from 'zod/v4/core';
 const MESSAGES = en().localeError;
 
 /** @internal */
-export function parseWithZod<S extends $ZodType>(schema: S, value: unknown) {
-  return safeParse(schema, value, { error: MESSAGES }) as
-    | { success: true; data: output<S> }
+export function parseWithZod<S extends BodySchema>(schema: S, value: unknown) {
+  // validateJsonBody's schema is typed by the one field its declarations need; it is a zod schema all the same.
+  return safeParse(schema as unknown as $ZodType, value, { error: MESSAGES }) as
+    | { success: true; data: S['_zod']['output'] }
     | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
 }

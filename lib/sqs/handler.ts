@@ -5,7 +5,6 @@ import {
   processPartialResponse,
   SqsFifoPartialProcessorAsync,
 } from '@aws-lambda-powertools/batch';
-import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { type Clock, systemClock } from '../engine/clock.js';
 import type { IdempotencyStore } from '../engine/contract.js';
@@ -29,9 +28,18 @@ export interface SqsLogger {
   error(message: string, details: Record<string, unknown>): void;
 }
 
+/**
+ * What the handler needs of an `SQSClient` (from `@aws-sdk/client-sqs`): to send it ChangeMessageVisibility and
+ * SendMessage commands. Declared here rather than imported from the SDK, so the adapter's declarations compile in a
+ * project without `@aws-sdk/client-sqs` installed; pass your `SQSClient`.
+ */
+export interface SqsCommandSender {
+  send(command: object): Promise<unknown>;
+}
+
 /** The queue the handler consumes, for the actions a record can't express by failing alone. */
 export interface SqsQueueAccess {
-  readonly client: SQSClient;
+  readonly client: SqsCommandSender;
   /**
    * The queue's URL, for ChangeMessageVisibility (a record sent back to come again soon). Default: derived from the
    * record's ARN (`https://sqs.<region>.amazonaws.com/<account>/<name>`).
@@ -48,7 +56,8 @@ export interface SqsIdempotentHandlerOptions<TSummary, TEffect>
   extends Omit<ProcessRecordOptions<TSummary, TEffect>, 'lambdaContext'> {
   readonly store: IdempotencyStore<TEffect>;
   /**
-   * What to do with a mismatch (a key that comes back with another body; only with `fingerprintBody`).
+   * What to do with a mismatch (a key that comes back with another body; only with `fingerprintBody` or
+   * `fingerprint`).
    * `fail` (default): the message goes back to the queue and, after maxReceiveCount, to the DLQ, where a person can
    * see both bodies. `acknowledge`: log it and drop it, for queues without a DLQ (where failing would loop it until
    * the record expires and it then runs as new work).
@@ -84,8 +93,8 @@ export type SqsIdempotentHandler = (event: SQSEvent, context: Context) => Promis
 
 /**
  * Turns an at-least-once queue into exactly-once effects: each record is claimed under its key, its function runs
- * once, and the DynamoDB writes it stages commit with the key's completion in one transaction. The event source
- * mapping must have `ReportBatchItemFailures` on; the handler answers with the records to redeliver:
+ * once, and the writes it stages (the store's effects) commit with the key's completion in one transaction. The
+ * event source mapping must have `ReportBatchItemFailures` on; the handler answers with the records to redeliver:
  *
  * - acknowledged: committed now, or a replay of a key already completed (the function does not run again);
  * - sent back: the function threw (the key is released, keeping its downstream key), another consumer holds the key
@@ -95,6 +104,12 @@ export type SqsIdempotentHandler = (event: SQSEvent, context: Context) => Promis
  *   queue at once when `queue.deadLetterUrl` is given (it could never succeed), else sent back until SQS moves it;
  * - FIFO queues (`.fifo` source): after a failure in a message group, the group's later records are sent back
  *   without running, so the group's order holds; other groups go on (Powertools' `skipGroupOnError`).
+ *
+ * Under one key, the key alone decides by default: a delivery whose body differs is a replay, not a mismatch. Unlike
+ * `makeIdempotent` (which compares the whole input), because a producer that sends the same event again re-renders
+ * its body (a timestamp, a trace id), and a mismatch fails the record over and over into the dead-letter queue; with
+ * the default key, the message id, a body can't differ anyway. `fingerprintBody` (the whole body, canonical JSON) or
+ * `fingerprint` (a part of it) make another body under the key a mismatch (see `onMismatch`).
  *
  * Sizing: the store's lease (`leaseSeconds`) above the function's timeout, so a consumer that is still working
  * never loses its key; the queue's visibility timeout above the lease, so the redelivery after a crash finds the

@@ -14,6 +14,7 @@ export {
 export {
   makeSqsIdempotentHandler,
   queueUrlOf,
+  type SqsCommandSender,
   type SqsIdempotentHandler,
   type SqsIdempotentHandlerOptions,
   type SqsLogger,

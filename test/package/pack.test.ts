@@ -16,16 +16,26 @@ import { testDatabase } from '../support/dynamodb';
  *
  * - every entry point is imported, as an ES module and through `require`, in a project holding only the peers the
  *   README's table says it needs (and one without them fails, so the check can);
+ * - every entry point's declarations compile in such a project (entry points whose rows list the same peers share
+ *   one), under `strict` with `skipLibCheck: false`, on the lowest TypeScript the README states (installed from the
+ *   registry into the temporary directory, once) and on this repository's; a small program per entry point then runs;
+ * - a CommonJS project (`"type": "commonjs"`, `module: nodenext`) compiles its imports of the package to `require`
+ *   and runs them: Node's `require()` of ES modules, the same module instances an `import` gets;
  * - a project with every peer typechecks a small program, every TypeScript block of the package README, the
- *   repository README and the migration guide, with `tsc` under `nodenext` and under `bundler` resolution;
+ *   repository README and the migration guide, with `tsc` under `nodenext` (`skipLibCheck: false`) and under
+ *   `bundler` resolution;
  * - the examples that touch AWS run as compiled: the README's `makeIdempotent` and middy handlers (the latter called
  *   from TypeScript with a plain Lambda `Context`), the table made from its SDK requests, and the migration guide's
  *   handler, against DynamoDB Local; the README's CDK stack is synthesized.
  *
- * About 20 s on a quiet machine, a minute on a loaded one (the build, two `tsc` runs over the AWS SDK's and CDK's
- * declarations, a CDK synth).
+ * Linking the peers rather than installing them from the registry proves as much for our declarations: the package
+ * itself is a copy in each project, so what its files import resolves from that project's node_modules alone, and a
+ * peer its row does not list is not there to be found.
+ *
+ * Three to five minutes on a shared two-core machine, most of it `tsc` checking the AWS SDK's and CDK's declarations
+ * (skipLibCheck off) on two TypeScript versions; the rest the build and a CDK synth.
  */
-jest.setTimeout(300_000);
+jest.setTimeout(600_000);
 
 const run = promisify(execFile);
 const root = join(__dirname, '..', '..');
@@ -95,22 +105,60 @@ let unpacked: string;
 let packedFiles: string[];
 let manifest: Manifest;
 let consumer: string;
+/** The TypeScript compilers the consumers are compiled with: this repository's, and the README's lowest. */
+const typescripts = {
+  current: { tsc, version: (require('typescript/package.json') as { version: string }).version },
+  floor: { tsc: '', version: '' },
+};
 /** What `tsc` reported for the consumer under each resolution ('' when it compiled cleanly). */
 const typechecked = { nodenext: '', bundler: '' };
 
-beforeAll(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'keystone-pack-'));
+/**
+ * Builds the package and packs it into `destination`, as `npm run package` does: the tarball's path and the files in
+ * it. The one place that knows where the published package is built from.
+ */
+async function packPackage(destination: string): Promise<{ tarball: string; files: string[] }> {
   await run(process.execPath, [require.resolve('tsx/cli'), join(root, 'bin', 'build-package.ts')], { cwd: root });
-  const packed = await run('npm', ['pack', './dist', '--json', '--offline', '--pack-destination', tmp], {
+  const packed = await run('npm', ['pack', './dist', '--json', '--offline', '--pack-destination', destination], {
     cwd: root,
     maxBuffer: 16 * 1024 * 1024,
   });
   const [result] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
   if (!result) throw new Error(`npm pack said nothing: ${packed.stderr}`);
-  packedFiles = result.files.map((file) => file.path).sort();
+  return { tarball: join(destination, result.filename), files: result.files.map((file) => file.path).sort() };
+}
+
+/**
+ * The lowest TypeScript the package README states ("TypeScript 5.4 or newer"), installed from the registry into its
+ * own folder of the temporary directory (never into this repository): its `tsc`, and the version it reports.
+ */
+async function floorTypeScript(): Promise<{ tsc: string; version: string }> {
+  const floor = /TypeScript (\d+\.\d+) or newer/.exec(docs.package)?.[1];
+  if (!floor) throw new Error('the package README states no lowest TypeScript ("TypeScript 5.x or newer")');
+  const dir = join(tmp, `typescript-${floor}`);
+  await mkdir(dir);
+  await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'typescript-floor', private: true }));
+  await run(
+    'npm',
+    ['install', `typescript@~${floor}.0`, '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'],
+    { cwd: dir, maxBuffer: 16 * 1024 * 1024 },
+  );
+  const version = (
+    JSON.parse(await readFile(join(dir, 'node_modules', 'typescript', 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+  return { tsc: join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), version };
+}
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'keystone-pack-'));
+  const [packed, floor] = await Promise.all([packPackage(tmp), floorTypeScript()]);
+  typescripts.floor = floor;
+  packedFiles = packed.files;
   unpacked = join(tmp, 'unpacked');
   await mkdir(unpacked);
-  await run('tar', ['-xzf', join(tmp, result.filename), '-C', unpacked, '--strip-components=1']);
+  await run('tar', ['-xzf', packed.tarball, '-C', unpacked, '--strip-components=1']);
   manifest = JSON.parse(await readFile(join(unpacked, 'package.json'), 'utf8')) as Manifest;
 
   consumer = await project('consumer', [...Object.keys(manifest.peerDependencies ?? {}), '@types/node']);
@@ -127,7 +175,11 @@ afterAll(async () => {
  * A fresh project with the package installed (a copy: Node resolves a symlinked package's own imports from where it
  * really is) beside its dependencies and the given peers, linked from this repository's node_modules.
  */
-async function project(name: string, peers: readonly string[]): Promise<string> {
+async function project(
+  name: string,
+  peers: readonly string[],
+  type: 'module' | 'commonjs' = 'module',
+): Promise<string> {
   const dir = join(tmp, name);
   await mkdir(join(dir, 'node_modules'), { recursive: true });
   await cp(unpacked, join(dir, 'node_modules', manifest.name), { recursive: true });
@@ -136,7 +188,7 @@ async function project(name: string, peers: readonly string[]): Promise<string> 
     await mkdir(dirname(link), { recursive: true });
     await symlink(join(root, 'node_modules', dependency), link, 'dir');
   }
-  await writeFile(join(dir, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }));
+  await writeFile(join(dir, 'package.json'), JSON.stringify({ name, private: true, type }));
   return dir;
 }
 
@@ -160,7 +212,7 @@ async function writeConsumer(dir: string): Promise<void> {
     types: ['node'],
     strict: true,
     noUncheckedIndexedAccess: true,
-    skipLibCheck: true,
+    skipLibCheck: false,
     rootDir: 'src',
   };
   await file(
@@ -170,7 +222,14 @@ async function writeConsumer(dir: string): Promise<void> {
   await file(
     'tsconfig.bundler.json',
     JSON.stringify({
-      compilerOptions: { ...compilerOptions, module: 'esnext', moduleResolution: 'bundler', noEmit: true },
+      // The declarations are checked under nodenext (and per entry point, below); this is about resolution.
+      compilerOptions: {
+        ...compilerOptions,
+        module: 'esnext',
+        moduleResolution: 'bundler',
+        noEmit: true,
+        skipLibCheck: true,
+      },
       include: ['src'],
     }),
   );
@@ -197,13 +256,13 @@ import type { APIGatewayProxyEvent, SQSRecord } from 'aws-lambda';
 import { App, Stack } from 'aws-cdk-lib';
 import { type IdempotencyHandle, IDEMPOTENCY_DISABLED_ENV, LeaseLostError, makeIdempotent, ReplayCache } from 'keystone-idempotency';
 import { IdempotencyTable } from 'keystone-idempotency/cdk';
-import { DynamoDbStore, type EffectItem, IDEMPOTENCY_TABLE_ACTIONS, MAX_TRANSACTION_EFFECTS } from 'keystone-idempotency/dynamodb';
+import { compareAndSetEffect, DynamoDbStore, type EffectItem, IDEMPOTENCY_TABLE_ACTIONS, MAX_TRANSACTION_EFFECTS, putIfAbsent } from 'keystone-idempotency/dynamodb';
 import { migrate, type PostgresEffect, PostgresStore } from 'keystone-idempotency/postgres';
 import { Pool } from 'pg';
 import { fingerprint, parseIdempotencyKey } from 'keystone-idempotency/engine';
 import { accountIdOf, httpIdempotency, IdempotencyMetric, type WithIdempotency } from 'keystone-idempotency/http';
-import { fromBody, makeSqsIdempotentHandler, type SqsRecordContext } from 'keystone-idempotency/sqs';
-import { compareAndSetItem, putIfAbsent } from 'keystone-idempotency/natural';
+import { fromBody, makeSqsIdempotentHandler, type SqsQueueAccess, type SqsRecordContext } from 'keystone-idempotency/sqs';
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { IdempotencyProblemType, RetrySafeClient } from 'keystone-idempotency/client';
 
 const client = DynamoDBDocumentClient.from(new DynamoDBClient({}));
@@ -234,10 +293,13 @@ export const consumer = makeSqsIdempotentHandler({
   name: 'orders',
   key: fromBody((order: { orderId: string }) => order.orderId),
   process: async (record: SQSRecord, context: SqsRecordContext<EffectItem>) => {
-    context.stage(compareAndSetItem({ TableName: 't', Key: { pk: record.messageId }, attribute: 's', expected: 1, next: 2 }));
+    context.stage(compareAndSetEffect({ TableName: 't', Key: { pk: record.messageId }, attribute: 's', expected: 1, next: 2 }));
     return context.attempt;
   },
 });
+
+// The adapter's declarations name no SQS type: an SQSClient is what its structural \`client\` takes.
+export const queue: SqsQueueAccess = { client: new SQSClient({}), deadLetterUrl: 'https://sqs.local/dlq' };
 
 export async function once(): Promise<string> {
   const result = await putIfAbsent(client, { TableName: 't', Item: { pk: key, print }, keyAttributes: ['pk'] });
@@ -361,7 +423,7 @@ describe('the packed package', () => {
         ? [/^\.\/([a-z]+)\//.exec((target as { default: string }).default)?.[1] ?? '']
         : [],
     );
-    const library = new RegExp(`^(${[...new Set(folders)].join('|')})/[a-z-]+\\.(js|d\\.ts)$`);
+    const library = new RegExp(`^(${[...new Set(folders)].join('|')})/([a-z-]+/)*[a-z-]+\\.(js|d\\.ts)$`);
     expect(packedFiles.filter((path) => !library.test(path))).toEqual(['LICENSE', 'README.md', 'package.json']);
     for (const folder of folders) {
       expect(packedFiles).toEqual(expect.arrayContaining([`${folder}/index.js`, `${folder}/index.d.ts`]));
@@ -413,14 +475,10 @@ describe('its peer dependencies, as the package README lists them', () => {
     const peers = Object.keys(manifest.peerDependencies ?? {});
     const listed = new Set(table.flatMap((row) => [...row.needs, ...row.onFirstUse]));
     expect([...listed].filter((name) => !peers.includes(name))).toEqual([]);
-    // The peers no entry point loads: type declarations, named under the table.
-    expect(peers.filter((peer) => !listed.has(peer))).toEqual(['@types/aws-lambda', '@types/pg']);
-    const typesNote = docs.package.slice(
-      docs.package.indexOf('\nTypeScript: '),
-      docs.package.indexOf('\n## The table'),
-    );
-    expect(typesNote).toContain('`@types/aws-lambda`');
-    expect(typesNote).toContain('`@types/pg`');
+    expect(peers.filter((peer) => !listed.has(peer))).toEqual([]);
+    // The declarations' own peers are listed where they are needed, marked as types only.
+    const typesOnly = table.flatMap((row) => row.needs.filter((name) => name.startsWith('@types/')));
+    expect(new Set(typesOnly)).toEqual(new Set(['@types/aws-lambda', '@types/pg']));
   });
 
   it('imports every entry point, as an ES module and through require, with only the peers its row needs', async () => {
@@ -455,7 +513,7 @@ describe('its peer dependencies, as the package README lists them', () => {
       names['keystone-idempotency']?.filter((name) => /^(decide|leaseOf|claimOptions|randomIds)$/.test(name)),
     ).toEqual([]);
     expect(names['keystone-idempotency/dynamodb']).toEqual(
-      expect.arrayContaining(['DynamoDbStore', 'idempotencyTableRequests', 'idempotencyTableResource']),
+      expect.arrayContaining(['DynamoDbStore', 'idempotencyTableRequests', 'idempotencyTableResource', 'putIfAbsent']),
     );
     expect(names['keystone-idempotency/cdk']).toEqual(['IdempotencyTable', 'checkQueueWindow']);
     expect(names['keystone-idempotency/postgres']).toEqual(
@@ -463,7 +521,6 @@ describe('its peer dependencies, as the package README lists them', () => {
     );
     expect(names['keystone-idempotency/http']).toEqual(expect.arrayContaining(['httpIdempotency', 'lambdaHandler']));
     expect(names['keystone-idempotency/sqs']).toEqual(expect.arrayContaining(['makeSqsIdempotentHandler', 'fromBody']));
-    expect(names['keystone-idempotency/natural']).toEqual(expect.arrayContaining(['putIfAbsent', 'upsert']));
     expect(names['keystone-idempotency/client']).toEqual(
       expect.arrayContaining(['RetrySafeClient', 'newIdempotencyKey']),
     );
@@ -485,6 +542,291 @@ console.log(JSON.stringify({ same, sameThroughRequire: cjs.LeaseLostError === (a
     );
     const { stdout } = await run(process.execPath, ['instances.mjs'], { cwd: consumer });
     expect(JSON.parse(stdout)).toEqual({ same: true, sameThroughRequire: true, deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
+  });
+});
+
+/**
+ * A small program per entry point, as a project using only that entry point writes it, and what it prints when run.
+ * `@ts-expect-error` lines make sure the declarations resolved (a type that degraded to `any` leaves them unused,
+ * which is an error). Entry points without a program here fail the test that compiles them.
+ */
+const ENTRY_EXAMPLES: Record<string, { readonly source: string; readonly prints: unknown }> = {
+  'keystone-idempotency': {
+    source: `import { fingerprint, IDEMPOTENCY_DISABLED_ENV, makeIdempotent, parseIdempotencyKey } from 'keystone-idempotency';
+const key: string = parseIdempotencyKey('order-42');
+const print: string = fingerprint({ operation: 'POST /orders', body: '{}' });
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error a key is text
+  parseIdempotencyKey(42);
+}
+console.log(JSON.stringify({ key, print: print === fingerprint({ operation: 'POST /orders', body: '{}' }), off: IDEMPOTENCY_DISABLED_ENV, wraps: typeof makeIdempotent }));
+`,
+    prints: { key: 'order-42', print: true, off: 'KEYSTONE_IDEMPOTENCY_DISABLED', wraps: 'function' },
+  },
+  'keystone-idempotency/engine': {
+    source: `import { LeaseLostError, parseIdempotencyKey, recoverDue, ReplayCache } from 'keystone-idempotency/engine';
+import * as root from 'keystone-idempotency';
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error a key is text
+  parseIdempotencyKey(42);
+}
+console.log(JSON.stringify({ same: root.LeaseLostError === LeaseLostError && root.ReplayCache === ReplayCache, recovers: typeof recoverDue }));
+`,
+    prints: { same: true, recovers: 'function' },
+  },
+  'keystone-idempotency/client': {
+    source: `import { checkIdempotencyKey, newIdempotencyKey, RetrySafeClient } from 'keystone-idempotency/client';
+const key: string = newIdempotencyKey();
+const api = new RetrySafeClient({ baseUrl: 'http://127.0.0.1:9/' });
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error the base URL is a string or a URL
+  new RetrySafeClient({ baseUrl: 9 });
+}
+console.log(JSON.stringify({ key: checkIdempotencyKey(key) === key, client: api instanceof RetrySafeClient }));
+`,
+    prints: { key: true, client: true },
+  },
+  'keystone-idempotency/dynamodb': {
+    source: `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbStore, IDEMPOTENCY_TABLE_ACTIONS, idempotencyTableRequests } from 'keystone-idempotency/dynamodb';
+const client = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'local' }));
+const store = new DynamoDbStore({ client, tableName: 'idempotency' });
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error a store needs its table
+  new DynamoDbStore({ client });
+}
+const { createTable } = idempotencyTableRequests('idempotency');
+console.log(JSON.stringify({ store: store instanceof DynamoDbStore, table: createTable.TableName, actions: IDEMPOTENCY_TABLE_ACTIONS.operations }));
+`,
+    prints: {
+      store: true,
+      table: 'idempotency',
+      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+    },
+  },
+  'keystone-idempotency/postgres': {
+    source: `import { Pool } from 'pg';
+import { migrationSql, type PostgresEffect, PostgresStore } from 'keystone-idempotency/postgres';
+const pool = new Pool();
+const store = new PostgresStore({ pool });
+const effect: PostgresEffect = { text: 'UPDATE orders SET paid = true WHERE id = $1', values: ['ord_1'] };
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error a store needs its pool
+  new PostgresStore({});
+}
+console.log(JSON.stringify({ store: store instanceof PostgresStore, creates: /CREATE TABLE/i.test(migrationSql()), effect: effect.values?.length }));
+`,
+    prints: { store: true, creates: true, effect: 1 },
+  },
+  'keystone-idempotency/cdk': {
+    source: `import { App, Stack } from 'aws-cdk-lib';
+import { Table } from 'aws-cdk-lib/aws-dynamodb';
+import { IdempotencyTable } from 'keystone-idempotency/cdk';
+const app = new App();
+const table = new IdempotencyTable(new Stack(app, 'Orders'), 'Idempotency');
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error the key schema is the engine's, not a prop
+  new IdempotencyTable(new Stack(app, 'Other'), 'Idempotency', { partitionKey: { name: 'id' } });
+}
+// The README's stack is synthesized with the documents' examples; here the construct is built, in a project of its own.
+console.log(JSON.stringify({ path: table.node.path, table: table instanceof Table }));
+`,
+    prints: { path: 'Orders/Idempotency', table: true },
+  },
+  'keystone-idempotency/http': {
+    source: `import middy from '@middy/core';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import { httpIdempotency, type HttpEvent, type HttpResult, problemErrorHandler } from 'keystone-idempotency/http';
+const handler = middy<HttpEvent, HttpResult>()
+  .use(problemErrorHandler())
+  .handler(async (): Promise<HttpResult> => {
+    throw new Error('not today');
+  });
+const event = { resource: '/orders', path: '/orders', httpMethod: 'POST', headers: {}, body: null, isBase64Encoded: false, requestContext: {} } as APIGatewayProxyEvent;
+const result = await handler(event, {} as Context);
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error the middleware needs a store
+  httpIdempotency({});
+}
+console.log(JSON.stringify({ status: result.statusCode, wraps: typeof httpIdempotency }));
+`,
+    prints: { status: 500, wraps: 'function' },
+  },
+  'keystone-idempotency/sqs': {
+    source: `import type { SQSRecord } from 'aws-lambda';
+import { makeSqsIdempotentHandler, queueUrlOf, type SqsQueueAccess } from 'keystone-idempotency/sqs';
+// Any client with an SQSClient's send will do: no @aws-sdk/client-sqs is installed here.
+const queue: SqsQueueAccess = { client: { send: async () => ({}) } };
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error queue access needs a client
+  const none: SqsQueueAccess = { url: 'https://sqs.local/orders' };
+}
+export const records = (record: SQSRecord): string => record.messageId;
+console.log(JSON.stringify({ url: queueUrlOf('arn:aws:sqs:eu-west-1:123456789012:orders'), queue: typeof queue.client.send, handler: typeof makeSqsIdempotentHandler }));
+`,
+    prints: {
+      url: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders',
+      queue: 'function',
+      handler: 'function',
+    },
+  },
+};
+
+/** An entry point's file name in a consumer: `keystone-idempotency/http` is http.ts, the root is index.ts. */
+const exampleFile = (entry: string) => (entry.includes('/') ? entry.slice(entry.indexOf('/') + 1) : 'index');
+
+/**
+ * Compiles a consumer with a TypeScript: '' when it compiled cleanly, else what tsc reported. Only one of them
+ * emits (out/), so two versions can compile the same consumer at the same time.
+ */
+async function compile(dir: string, compiler: string, emit: boolean): Promise<string> {
+  const args = [compiler, '-p', join(dir, 'tsconfig.json'), ...(emit ? [] : ['--noEmit'])];
+  try {
+    await run(process.execPath, args, { cwd: dir, maxBuffer: 16 * 1024 * 1024 });
+    return '';
+  } catch (error) {
+    return (error as { stdout?: string }).stdout || String(error);
+  }
+}
+
+/** A consumer's tsconfig: `strict`, `skipLibCheck: false`, nodenext; `types` only what the project itself lists. */
+function consumerTsconfig(options: { types: string[]; lib: string[] }): string {
+  return JSON.stringify({
+    compilerOptions: {
+      target: 'es2022',
+      module: 'nodenext',
+      lib: options.lib,
+      types: options.types,
+      strict: true,
+      skipLibCheck: false,
+      rootDir: 'src',
+      outDir: 'out',
+    },
+    include: ['src'],
+  });
+}
+
+describe('each entry point, in a project with only the peers its row lists', () => {
+  /** The table's rows, grouped by the peers they list: one project per group. */
+  const groups: { entries: string[]; needs: string[] }[] = [];
+  for (const row of table) {
+    const same = groups.find((group) => [...group.needs].sort().join() === [...row.needs].sort().join());
+    if (same) same.entries.push(...row.entries);
+    else groups.push({ entries: [...row.entries], needs: row.needs });
+  }
+
+  it('has a program for every entry point', () => {
+    expect(table.flatMap((row) => row.entries).filter((entry) => ENTRY_EXAMPLES[entry] === undefined)).toEqual([]);
+  });
+
+  it.each(groups.map((group) => [group.entries.join(', '), group] as const))(
+    '%s: the declarations compile (strict, skipLibCheck: false) on the lowest TypeScript and the current one, and run',
+    async (_name, { entries, needs }) => {
+      const name = `types-${entries.map(exampleFile).join('-')}`;
+      // Projects needing no peer stand for browsers too: no @types/node, the DOM's globals instead.
+      const browser = needs.length === 0;
+      const dir = await project(name, browser ? needs : [...needs, '@types/node']);
+      await mkdir(join(dir, 'src'));
+      for (const entry of entries) {
+        await writeFile(join(dir, 'src', `${exampleFile(entry)}.ts`), ENTRY_EXAMPLES[entry]?.source ?? '');
+      }
+      const types = needs.filter((peer) => peer.startsWith('@types/')).map((peer) => peer.slice('@types/'.length));
+      await writeFile(
+        join(dir, 'tsconfig.json'),
+        consumerTsconfig(browser ? { types, lib: ['es2023', 'dom'] } : { types: [...types, 'node'], lib: ['es2023'] }),
+      );
+      const [current, floor] = await Promise.all([
+        compile(dir, typescripts.current.tsc, true),
+        compile(dir, typescripts.floor.tsc, false),
+      ]);
+      expect({ typescript: typescripts.current.version, errors: current }).toEqual({
+        typescript: typescripts.current.version,
+        errors: '',
+      });
+      if (needs.includes('pg')) {
+        // The README's one exception: pg's own declarations (pg-protocol) need TypeScript 5.7 with skipLibCheck off.
+        const errors = floor.split('\n').filter((line) => /error TS/.test(line));
+        expect(errors.filter((line) => !line.includes('/node_modules/pg-protocol/'))).toEqual([]);
+      } else {
+        expect({ typescript: typescripts.floor.version, errors: floor }).toEqual({
+          typescript: typescripts.floor.version,
+          errors: '',
+        });
+      }
+      for (const entry of entries) {
+        const { stdout } = await run(process.execPath, [join('out', `${exampleFile(entry)}.js`)], { cwd: dir });
+        expect({ entry, prints: JSON.parse(stdout.trim().split('\n').at(-1) ?? 'null') }).toEqual({
+          entry,
+          prints: ENTRY_EXAMPLES[entry]?.prints,
+        });
+      }
+    },
+  );
+
+  it('fails to compile an entry point whose peers are not installed (so the checks above can fail)', async () => {
+    const dir = await project('types-missing-peers', ['@types/node']);
+    await mkdir(join(dir, 'src'));
+    await writeFile(join(dir, 'src', 'index.ts'), ENTRY_EXAMPLES['keystone-idempotency/cdk']?.source ?? '');
+    await writeFile(join(dir, 'tsconfig.json'), consumerTsconfig({ types: ['node'], lib: ['es2023'] }));
+    expect(await compile(dir, typescripts.current.tsc, false)).toMatch(
+      /node_modules\/keystone-idempotency\/cdk\/[a-z-]+\.d\.ts\(\d+,\d+\): error TS2307: Cannot find module 'aws-cdk-lib/,
+    );
+  });
+
+  it('compiles and runs a CommonJS project: require() of the ES modules, the same instances an import gets', async () => {
+    const dynamodb = table.find((row) => row.entries.includes('keystone-idempotency/dynamodb'));
+    const dir = await project('commonjs', [...(dynamodb?.needs ?? []), '@types/node'], 'commonjs');
+    await mkdir(join(dir, 'src'));
+    await writeFile(
+      join(dir, 'src', 'index.ts'),
+      `import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { fingerprint, LeaseLostError } from 'keystone-idempotency';
+import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
+
+const store = new DynamoDbStore({ client: DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'local' })), tableName: 'idempotency' });
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error a store needs its table
+  new DynamoDbStore({ client: DynamoDBDocumentClient.from(new DynamoDBClient({})) });
+}
+
+async function main(): Promise<void> {
+  const imported = await import('keystone-idempotency');
+  console.log(JSON.stringify({
+    commonjs: typeof module === 'object' && typeof require === 'function',
+    sameClass: imported.LeaseLostError === LeaseLostError,
+    store: store instanceof DynamoDbStore,
+    fingerprint: typeof fingerprint({ operation: 'POST /orders', body: '{}' }),
+  }));
+}
+void main();
+`,
+    );
+    await writeFile(join(dir, 'tsconfig.json'), consumerTsconfig({ types: ['node'], lib: ['es2023'] }));
+    const [current, floor] = await Promise.all([
+      compile(dir, typescripts.current.tsc, true),
+      compile(dir, typescripts.floor.tsc, false),
+    ]);
+    expect(current).toBe('');
+    // The README says why a CommonJS file needs TypeScript 5.8: earlier versions refuse a require of an ES module.
+    expect(floor).toContain('error TS1479');
+    const compiled = await readFile(join(dir, 'out', 'index.js'), 'utf8');
+    expect(compiled).toContain('require("keystone-idempotency")');
+    expect(compiled).toContain('require("keystone-idempotency/dynamodb")');
+    const { stdout, stderr } = await run(process.execPath, [join('out', 'index.js')], { cwd: dir });
+    expect(JSON.parse(stdout)).toEqual({ commonjs: true, sameClass: true, store: true, fingerprint: 'string' });
+    // Node 20.19+ and 22.12+ load ES modules through require() without a flag, and without an experimental warning.
+    expect(stderr).toBe('');
   });
 });
 
