@@ -49,7 +49,7 @@ export function assertStorableKeyPart(value: string, what: string): void {
 }
 
 /**
- * Refuses a stored key that a store could not keep as it is, or that is longer than {@link MAX_STORED_KEY_BYTES}:
+ * Refuses a stored key that a store could not keep as it is, or that is longer than `MAX_STORED_KEY_BYTES` (2048):
  * the check every store's claim, takeover, resume and one-shot commit pass through (`lib/engine/ownership.ts`), so two
  * distinct keys never become one stored key, whichever adapter (or direct caller) made them.
  *
@@ -148,9 +148,9 @@ export interface KeyScope {
  * the client's key comes last, so any character it holds is unambiguous. Two different scopes never map to the
  * same string, which is what keeps one tenant from ever seeing another's record.
  *
- * Every part must be something a store keeps as it is: no NUL and no lone surrogate (see {@link assertStorableKeyPart};
+ * Every part must be something a store keeps as it is: no NUL and no lone surrogate (see `assertStorableKeyPart`;
  * `encodeURIComponent` would throw a `URIError` on a lone surrogate in the account or operation), and the whole at
- * most {@link MAX_STORED_KEY_BYTES} bytes. Anything else is refused with {@link InvalidKeyError} (a 400 over HTTP, a
+ * most `MAX_STORED_KEY_BYTES` bytes. Anything else is refused with {@link InvalidKeyError} (a 400 over HTTP, a
  * failed record for SQS, a throw from `makeIdempotent`) before any store is asked.
  *
  * @throws {InvalidKeyError} an empty account (`missing`), a part a store can't keep (`unstorable_characters`), or a

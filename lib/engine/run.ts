@@ -39,7 +39,7 @@ export interface InvocationTime {
 export interface LifecycleOptions {
   /**
    * Wait up to this long for an in-flight original to finish (and replay its result) instead of answering
-   * `in_flight` at once. Bounded by the invocation's remaining time, less {@link WAIT_MARGIN_MS}. Default 0.
+   * `in_flight` at once. Bounded by the invocation's remaining time, less `WAIT_MARGIN_MS` (1 s). Default 0.
    */
   readonly waitMs?: number;
   /**

@@ -86,7 +86,7 @@ export function requestMethod(event: HttpEvent): string {
 /**
  * The operation a request names, which an idempotency key is scoped to: its method and route template where the
  * front door has one (`POST /payments/{id}`: a REST API's resource, an HTTP API's route key), else its method and
- * path, normalized by {@link operationPath} (a function URL, an ALB target, an HTTP API's `$default` route), so that
+ * path, normalized by `operationPath` (a function URL, an ALB target, an HTTP API's `$default` route), so that
  * `/payments`, `/payments/` and `//payments` are one operation. The same route through a REST API and an HTTP API is
  * the same operation: a key sent to one replays through the other. To name operations otherwise, give
  * `httpIdempotency` an `operation` option.

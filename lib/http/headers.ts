@@ -27,7 +27,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /**
  * The raw request body as text, from any front door: each base64-encodes bodies it considers binary (API Gateway
  * by its binary media types, function URLs and ALBs by content type). Decoding is strict: bytes
- * that are not UTF-8 throw {@link BodyEncodingError} rather than become U+FFFD, which would make two different
+ * that are not UTF-8 throw `BodyEncodingError` rather than become U+FFFD, which would make two different
  * bodies the same text (and the same fingerprint).
  */
 export function rawBody(event: { body?: string | null; isBase64Encoded?: boolean }): string | null {

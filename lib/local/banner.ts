@@ -49,10 +49,10 @@ export function banner(facts: BannerFacts): string {
   return [
     '',
     `API listening on ${facts.apiUrl}`,
-    `  http api           ${facts.httpApiUrl}  (the same routes behind an HTTP API, payload 2.0: README)`,
+    `  http api           ${facts.httpApiUrl}  (the same routes behind an HTTP API, payload 2.0: docs/payments-api.md)`,
     `  demo page          ${facts.demoUrl}  (double tap: one key per payment, or one per request)`,
     `  OpenAPI            ${facts.apiUrl}/openapi.json`,
-    `  sandbox processor  ${facts.processorUrl}  (GET /charges lists every charge; test cards and faults: README)`,
+    `  sandbox processor  ${facts.processorUrl}  (GET /charges lists every charge; test cards and faults: docs/payments-api.md)`,
     facts.store === 'postgres'
       ? `  PostgreSQL         ${facts.databaseUrl}  schema ${facts.tables.idempotency}: idempotency_keys, payments, api_keys`
       : `  DynamoDB           ${facts.databaseUrl}  tables ${facts.tables.idempotency}, ${facts.tables.payments}`,

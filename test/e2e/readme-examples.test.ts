@@ -13,12 +13,19 @@ import { e2eStack } from '../support/e2e-stack';
 jest.setTimeout(90_000);
 
 const run = promisify(execFile);
-const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+// The README's short example, then the payments API page's (which repeats it first).
+const readme = ['README.md', 'docs/payments-api.md']
+  .map((path) => readFileSync(join(__dirname, '..', '..', path), 'utf8'))
+  .join('\n');
 
-/** The README's `sh` blocks that talk to a running stack (they use the banner's variables). */
-const stackExamples = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
-  .map((match) => match[1] ?? '')
-  .filter((block) => /\$(API|HTTP_API|PROCESSOR)\b/.test(block));
+/** The `sh` blocks that talk to a running stack (they use the banner's variables), each once. */
+const stackExamples = [
+  ...new Set(
+    [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
+      .map((match) => match[1] ?? '')
+      .filter((block) => /\$(API|HTTP_API|PROCESSOR)\b/.test(block)),
+  ),
+];
 
 // With the sandbox processor `npm start` runs for itself, as a newcomer's would.
 const e2e = e2eStack({ name: 'readme', processor: 'stack' });

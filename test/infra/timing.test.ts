@@ -156,10 +156,10 @@ describe('timingViolations', () => {
 
 describe('the completer, deployed', () => {
   // Its text as one line: a sentence may wrap anywhere.
-  const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8').replace(/\s+/g, ' ');
+  const readme = readFileSync(join(__dirname, '..', '..', 'docs', 'recovery.md'), 'utf8').replace(/\s+/g, ' ');
 
   it.each(ENVIRONMENT_NAMES)(
-    'gets through what the README says in %s, however slowly the processor answers',
+    'gets through what docs/recovery.md says in %s, however slowly the processor answers',
     (name) => {
       const timings = timingsOf(environments[name], serviceFunctions);
       const floor = recoveryThroughput(timings, worstOperationMs(timings));

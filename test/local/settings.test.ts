@@ -7,7 +7,11 @@ import { join, relative } from 'node:path';
  * table's `envVar`), so a new setting that is not documented fails here.
  */
 const root = join(__dirname, '..', '..');
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
+// The README and the pages under docs/ (the settings table is in docs/local-stack.md).
+const readme = ['README.md', ...readdirSync(join(root, 'docs')).map((name) => join('docs', name))]
+  .filter((path) => path.endsWith('.md'))
+  .map((path) => readFileSync(join(root, path), 'utf8'))
+  .join('\n');
 
 /** Set by the stack for the handlers, never by the person starting it. */
 const SET_BY_THE_STACK = new Set(['SETTLEMENT_QUEUE_URL', 'SETTLEMENT_DLQ_URL']);
@@ -57,7 +61,7 @@ describe('the local settings', () => {
     }
   });
 
-  it('are every one documented in the README', () => {
+  it('are every one documented in the README or a page under docs/', () => {
     const undocumented = [...variablesRead()]
       .filter(([name]) => !SET_BY_THE_STACK.has(name) && !DEPLOYED_ONLY.has(name))
       .filter(([name]) => !readme.includes(`\`${name}\``))
