@@ -74,11 +74,12 @@ describe('npm start with a port that is taken', () => {
 
 describe('npm start with PROCESSOR_PORT and HTTP_API_PORT', () => {
   let stack: StackProcess;
+  let starting: Promise<StackProcess> | undefined;
   let processorPort: number;
   let httpApiPort: number;
   beforeAll(async () => {
     [processorPort, httpApiPort] = await Promise.all([freePort(), freePort()]);
-    stack = await startStackProcess(
+    starting = startStackProcess(
       {
         DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
         ...uniqueTables(),
@@ -88,8 +89,15 @@ describe('npm start with PROCESSOR_PORT and HTTP_API_PORT', () => {
       undefined,
       httpApiPort,
     );
+    stack = await starting;
   });
-  afterAll(() => stack?.stop());
+  // Awaited, not read from `stack`: a start slower than beforeAll's timeout would otherwise come up after this hook.
+  afterAll(() =>
+    starting?.then(
+      (started) => started.stop(),
+      () => undefined,
+    ),
+  );
 
   it('runs its own sandbox processor on that port', async () => {
     expect(stack.output()).toContain(`export PROCESSOR=http://127.0.0.1:${processorPort}`);
@@ -140,9 +148,15 @@ describe('STORE=postgres npm start when the database ends its sessions', () => {
   const database = `start_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
   const admin = new Pool({ connectionString: postgresUrl(), max: 1 });
   let stack: StackProcess | undefined;
+  let starting: Promise<StackProcess> | undefined;
   beforeAll(() => admin.query(`CREATE DATABASE ${database}`));
   afterAll(async () => {
-    await stack?.stop();
+    // Stopped once it is up, even when the test failed while it was still starting: a stack that came up after
+    // this hook would run on, and keep jest's worker from exiting.
+    await starting?.then(
+      (started) => started.stop(),
+      () => undefined,
+    );
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await admin.end();
   });
@@ -150,7 +164,7 @@ describe('STORE=postgres npm start when the database ends its sessions', () => {
   it('keeps serving: a payment goes through after its own connections were terminated', async () => {
     const url = new URL(postgresUrl());
     url.pathname = `/${database}`;
-    const starting = startStackProcess({
+    starting = startStackProcess({
       STORE: 'postgres',
       DATABASE_URL: url.toString(),
       PROCESSOR_PORT: '0',

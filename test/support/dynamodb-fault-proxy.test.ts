@@ -5,6 +5,7 @@ import {
   type DynamoDbFaultProxy,
   DynamoDbTarget,
   type RequestMatcher,
+  replyGate,
   startDynamoDbFaultProxy,
 } from './dynamodb-fault-proxy';
 import { eventually } from './eventually';
@@ -101,6 +102,44 @@ describe('startDynamoDbFaultProxy', () => {
     await put;
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(5000);
     expect(proxy.requests(match).map((request) => request.outcome)).toEqual([200]);
+  });
+
+  it('holds a reply until it is told, while the write is already applied', async () => {
+    const pk = randomUUID();
+    const { command, match } = putOf(pk);
+    const { until, letGo } = replyGate();
+    proxy.arm({ match, fault: { mode: 'hold-reply', until }, count: 1 });
+    let answered = false;
+    const put = throughProxy()
+      .send(command)
+      .then(() => {
+        answered = true;
+      });
+    await eventually(() => stored(pk), Boolean, 4000);
+    expect(proxy.requests(match).map((request) => request.outcome)).toEqual(['pending']);
+    expect(answered).toBe(false);
+    letGo();
+    await put;
+    expect(proxy.requests(match).map((request) => request.outcome)).toEqual([200]);
+  });
+
+  it('drops a held reply whose caller went away, as soon as it goes', async () => {
+    const pk = randomUUID();
+    const { command, match } = putOf(pk);
+    const { until, letGo } = replyGate();
+    proxy.arm({ match, fault: { mode: 'hold-reply', until }, count: 1 });
+    const caller = new AbortController();
+    const put = throughProxy(1).send(command, { abortSignal: caller.signal });
+    await eventually(() => stored(pk), Boolean, 4000);
+    caller.abort(); // the caller is gone: its connection closes
+    await expect(put).rejects.toMatchObject({ name: 'AbortError' });
+    // Seen as dropped while the reply is still held: no need to let it go to know the caller never hears.
+    await eventually(
+      () => proxy.requests(match).map((request) => request.outcome),
+      (seen) => seen[0] !== 'pending',
+    );
+    expect(proxy.requests(match).map((request) => request.outcome)).toEqual(['dropped']);
+    letGo();
   });
 
   it('faults only `count` matching requests', async () => {

@@ -42,11 +42,16 @@ export type DynamoDbErrorName = keyof typeof DynamoDbError;
  * - `drop-reply`: forward it, let DynamoDB apply it, then destroy the client's socket without answering: the
  *   caller cannot tell whether the write happened.
  * - `delay-reply`: forward it, and hold DynamoDB's reply for `ms` before passing it on.
+ * - `hold-reply`: forward it, and hold DynamoDB's reply until `until` settles (resolved or rejected): for a reply
+ *   that must come back after something the test can observe (a takeover's commit), however slow the machine is.
+ *   A caller that goes away meanwhile (its connection closed: a killed process) gets nothing, and its request's
+ *   outcome turns `dropped` as soon as the proxy sees it go.
  * - `error`: answer with a DynamoDB error without forwarding: nothing is applied.
  */
 export type Fault =
   | { readonly mode: 'drop-reply' }
   | { readonly mode: 'delay-reply'; readonly ms: number }
+  | { readonly mode: 'hold-reply'; readonly until: Promise<unknown> }
   | { readonly mode: 'error'; readonly error: DynamoDbErrorName };
 
 /** A DynamoDB request body as sent on the wire: JSON with AttributeValue maps (`{"S": "..."}`). */
@@ -170,6 +175,7 @@ export async function startDynamoDbFaultProxy(upstream: string): Promise<DynamoD
       return;
     }
     if (fault?.mode === 'delay-reply') await sleep(fault.ms, lifetime.signal);
+    if (fault?.mode === 'hold-reply') await heldUntil(fault.until, res, lifetime.signal);
     if (res.destroyed || lifetime.signal.aborted) {
       record.outcome = 'dropped';
       return;
@@ -241,6 +247,15 @@ export async function startDynamoDbFaultProxy(upstream: string): Promise<DynamoD
   };
 }
 
+/** A gate for a `hold-reply` fault: arm the fault with `until`, and call `letGo` to pass the held reply on. */
+export function replyGate(): { readonly until: Promise<void>; readonly letGo: () => void } {
+  let letGo = () => {};
+  const until = new Promise<void>((resolve) => {
+    letGo = resolve;
+  });
+  return { until, letGo };
+}
+
 /** Whether a request (as the proxy saw it) is one the matcher names. */
 export function matches(match: RequestMatcher, request: Pick<ProxiedRequest, 'target' | 'body'>): boolean {
   return match.target === request.target && (match.when?.(request.body) ?? true);
@@ -296,6 +311,22 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
         resolve();
       },
       { once: true },
+    );
+  });
+}
+
+/**
+ * Resolves once `until` settles either way, once the caller's connection closes (its reply can't be delivered any
+ * more: the request is `dropped` now, not when `until` settles), or once the proxy closes.
+ */
+function heldUntil(until: Promise<unknown>, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted || res.destroyed) return resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+    res.once('close', () => resolve());
+    until.then(
+      () => resolve(),
+      () => resolve(),
     );
   });
 }

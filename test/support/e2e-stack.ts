@@ -98,6 +98,8 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
   let sandbox: Sandbox | undefined;
   let sqs: LocalSqs | undefined;
   let current: StackProcess | undefined;
+  /** The first start, kept so that `afterAll` can stop a stack that came up after `beforeAll` timed out. */
+  let starting: Promise<StackProcess> | undefined;
   let env: Record<string, string> = {};
   const names = uniqueNames(options.name);
   const webhookSecret = `whsec_${options.name}_${randomUUID().slice(0, 8)}`;
@@ -134,12 +136,16 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
           }),
     ]);
     env = stackEnv();
-    current = await startStackProcess(env, port, httpApiPort);
+    starting = startStackProcess(env, port, httpApiPort);
+    current = await starting;
   });
   afterEach(async () => {
     if (sandbox) await fetch(`${sandbox.url}/__faults`, { method: 'DELETE' });
   });
   afterAll(async () => {
+    // A start slower than beforeAll's timeout is still under way: wait for it, or the stack comes up after this hook,
+    // runs on, and keeps jest's worker from exiting.
+    current ??= await starting?.catch(() => undefined);
     await current?.stop();
     await sandbox?.close();
     await sqs?.close();

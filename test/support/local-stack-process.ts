@@ -35,13 +35,20 @@ export async function startStackProcess(
     output += chunk.toString();
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitFor(
-    () => output.includes('API listening on') && HTTP_API_LINE.test(output),
-    // Each function's first environment compiles its sources at start: generous, for a loaded machine.
-    60_000,
-    () => output,
-    exited,
-  );
+  try {
+    await waitFor(
+      () => output.includes('API listening on') && HTTP_API_LINE.test(output),
+      // Each function's first environment compiles its sources at start: generous, for a loaded machine.
+      60_000,
+      () => output,
+      exited,
+    );
+  } catch (error) {
+    // A stack that did not come up in time is still starting: nobody holds it to stop it later, and its process
+    // group (and the pipes this process reads it by) would outlive the test file and keep jest's worker from exiting.
+    await killGroup(child, 'SIGKILL', exited);
+    throw error;
+  }
   return {
     url: `http://127.0.0.1:${apiPort}`,
     httpApiUrl: HTTP_API_LINE.exec(output)?.[1] as string,

@@ -228,7 +228,8 @@ export async function startPostgresFaultProxy(upstreamUrl: string): Promise<Post
       }
       const delay = head.fault?.mode === 'delay-reply' ? head.fault.ms : 0;
       replies = replies.then(async () => {
-        if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+        // Unref'd: a reply held for a connection that is gone (the proxy closed) must not keep the process alive.
+        if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay).unref());
         head.record.outcome = 'answered';
         if (!client.destroyed) client.write(Buffer.concat(head.reply));
       });
