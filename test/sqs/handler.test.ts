@@ -322,13 +322,15 @@ describe('makeSqsIdempotentHandler', () => {
       clock.advance(30_000);
       expect(await invoke(redelivered(message))).toEqual({ batchItemFailures: [] }); // a replay, within the TTL
       expect(warnings).toEqual([]);
-      clock.advance(30_500); // half a second past the TTL: its key expired; SQS delivers it again (a lost delete, a redrive)
+      // Past the TTL (the record's expiry is in whole seconds, rounded up): its key expired; SQS delivers it again (a
+      // lost delete, a redrive from the DLQ).
+      clock.advance(32_000);
       expect(await invoke(redelivered(message))).toEqual({ batchItemFailures: [] });
       expect(runs).toEqual([orderIdOf(message), orderIdOf(message)]); // the second run this warning is about
       expect(warnings).toEqual([
         {
           message: expect.stringContaining('record older than the idempotency TTL: its key may have expired'),
-          details: expect.objectContaining({ messageId: message.messageId, ageSeconds: 60, ttlSeconds: 60 }),
+          details: expect.objectContaining({ messageId: message.messageId, ageSeconds: 62, ttlSeconds: 60 }),
         },
       ]);
     });
