@@ -51,6 +51,11 @@ export interface BundledFunctionOptions {
   readonly functionName: string;
   /** The directory CDK zips and uploads as the function's code (`<cdk.out>/asset.<hash>`). */
   readonly codeDirectory: string;
+  /**
+   * Run from `codeDirectory` itself instead of a copy, and leave it there when stopped: for a bundle this run built
+   * in a directory of its own (source-functions.ts), away from any node_modules already. Default: a copy.
+   */
+  readonly runInPlace?: boolean;
   /** The template's `Handler`: `index.handler`. */
   readonly handler: string;
   /** The template's `Runtime`: `nodejs22.x`. */
@@ -96,11 +101,15 @@ export function startBundledFunction(options: BundledFunctionOptions): BundledFu
   if (reserved.length > 0) {
     throw new Error(`${options.functionName} sets ${reserved.join(', ')}, which Lambda reserves for itself`);
   }
-  const taskRoot = mkdtempSync(join(tmpdir(), `keystone-lambda-${options.functionName}-`));
-  // Also when this process exits without stopping the function (a second Ctrl-C exits at once).
+  const taskRoot = options.runInPlace
+    ? options.codeDirectory
+    : mkdtempSync(join(tmpdir(), `keystone-lambda-${options.functionName}-`));
   const removeTaskRoot = () => rmSync(taskRoot, { recursive: true, force: true });
-  process.once('exit', removeTaskRoot);
-  cpSync(options.codeDirectory, taskRoot, { recursive: true });
+  if (!options.runInPlace) {
+    // Also when this process exits without stopping the function (a second Ctrl-C exits at once).
+    process.once('exit', removeTaskRoot);
+    cpSync(options.codeDirectory, taskRoot, { recursive: true });
+  }
   const output = options.output ?? prefixedOutput(options.functionName);
   const slots = new Slots(options.maxEnvironments ?? DEFAULT_MAX_ENVIRONMENTS);
   const idle: ExecutionEnvironment[] = [];
@@ -172,8 +181,10 @@ export function startBundledFunction(options: BundledFunctionOptions): BundledFu
       await Promise.all([...alive].map((environment) => environment.stop()));
       alive.clear();
       idle.length = 0;
-      process.off('exit', removeTaskRoot);
-      removeTaskRoot();
+      if (!options.runInPlace) {
+        process.off('exit', removeTaskRoot);
+        removeTaskRoot();
+      }
     },
   };
 }

@@ -1,7 +1,7 @@
 /**
- * What both local Lambda runtimes share (lambda-runtime.mjs for the bundles, in a process of their own, and
- * source-runtime.mjs for the TypeScript sources, in a worker thread): the handler's `context`, built from the
- * fields the emulator sends, and errors reported the way Lambda's Node.js runtime reports them.
+ * What the local Lambda runtime (lambda-runtime.mjs, one process per execution environment) builds and reports:
+ * the handler's `context`, from the fields the emulator sends, and errors the way Lambda's Node.js runtime reports
+ * them.
  *
  * Plain JavaScript, imported by plain Node (never through tsx or jest): the bundles' runtime must not resolve
  * anything a Lambda runtime can't.

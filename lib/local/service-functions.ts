@@ -1,14 +1,14 @@
 import { join } from 'node:path';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { type FunctionSpec, serviceFunctions } from '../infra/functions';
+import { storeKind } from '../payments/config';
 import type { Route, TokenAuthorizerConfig } from './api-gateway';
-import { lambdaServiceVariables } from './bundled-function';
 import type { HttpApiRoute, RequestAuthorizerConfig } from './http-api';
 import type { LambdaHandler } from './lambda-invoke';
 import type { LocalLog } from './log';
 import { type Schedule, startSchedule } from './schedule';
 import { localName, onlyTriggeredBy, triggeredBy } from './service-definitions';
-import { SourceInitError, startSourceFunctions } from './source-functions';
+import { bundleSources, type SourceBundle, startSourceFunctions } from './source-functions';
 import type { QueueWithDlq } from './sqs';
 import { type SqsPoller, startSqsPoller } from './sqs-poller';
 import type { StackSettings } from './stack-settings';
@@ -33,58 +33,69 @@ export interface RunningFunctions {
   stop(): Promise<void>;
 }
 
+/** The bundle-time constants of the deployment (lib/infra/service-function.ts), for this run's store and tracing. */
+function sourceDefines(settings: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  return {
+    'process.env.STORE': JSON.stringify(storeKind(settings)),
+    'process.env.POWERTOOLS_TRACE_ENABLED': JSON.stringify(
+      settings.POWERTOOLS_TRACE_ENABLED === 'true' ? 'true' : 'false',
+    ),
+  };
+}
+
 /**
- * Every function from its TypeScript source (its definition's `entry`), each in a runtime of its own
- * (source-functions.ts: a worker thread) whose `process.env` is what `FUNCTION_SETTINGS` picks of `settings`, under
- * the variables the Lambda service sets for that function (its own `AWS_LAMBDA_FUNCTION_NAME`, region, harmless
- * credentials): the functions read their configuration there at import, nothing is written to this process's
- * environment, and no function shares modules, clients or a connection pool with another (a stall in the payments
- * function's pool never starves the authorizer's). Invocations of one function run concurrently in its runtime, as
- * before: a runtime per invocation, ended at its timeout as Lambda ends an environment, would be more faithful, but a
- * source runtime's cold start (compiling and loading the import graph) costs over a second of CPU each.
+ * Environments per function at most, run from source. Lambda would start one per concurrent invocation; here each is
+ * a process whose cold start costs about 0.2 s of CPU (node, the bundle, its source map), and a burst of twenty
+ * requests on a shared 2-core machine would spend seconds starting forty of them (the authorizer's and the route's)
+ * while the requests wait. Four run a burst of quick invocations in turn, warm; a stalled invocation holds one of
+ * them until its timeout ends it.
+ */
+const SOURCE_MAX_ENVIRONMENTS = 4;
+
+/**
+ * Bundles every function's TypeScript source (its definition's `entry`) as the deployment bundles it, for the store
+ * and tracing `settings` ask for (source-functions.ts). Started on its own, so the stack bundles while its database
+ * starts; `startSourceService` runs the result.
+ */
+export function bundleServiceSources(settings: Readonly<Record<string, string | undefined>>): Promise<SourceBundle> {
+  return bundleSources({
+    functions: serviceFunctions.map((spec) => ({ name: localName(spec), entry: join(ROOT, spec.entry) })),
+    tsconfig: join(ROOT, 'tsconfig.json'),
+    define: sourceDefines(settings),
+  });
+}
+
+/**
+ * Every function from its TypeScript source, bundled as deployed and run on the deployed bundles' machinery
+ * (source-functions.ts, bundled-function.ts): each invocation in an execution environment of its own at a time (a
+ * process, reused while healthy), killed at the function's timeout as Lambda ends a timed-out environment, so an
+ * invocation stalled on the database gives its connections and locks back when it times out. Each environment's
+ * `process.env` is what `FUNCTION_SETTINGS` picks of `settings`, under the variables the Lambda service sets for
+ * that function (its own `AWS_LAMBDA_FUNCTION_NAME`, region, harmless credentials): the functions read their
+ * configuration there at import, nothing is written to this process's environment, and no function shares modules,
+ * clients or a connection pool with another, nor one invocation with another.
  */
 export async function startSourceService(
   settings: Readonly<Record<string, string | undefined>>,
-  log: LocalLog,
+  bundle: Promise<SourceBundle> = bundleServiceSources(settings),
 ): Promise<RunningFunctions> {
-  const environment = functionSettings(settings);
-  const started = await Promise.allSettled(
-    serviceFunctions.map((spec) =>
-      startSourceFunctions({
-        functions: [{ name: spec.id, entry: join(ROOT, spec.entry) }],
-        environment: { ...environment, ...sourceLambdaVariables(spec) },
-        tsconfig: join(ROOT, 'tsconfig.json'),
-        log,
-      }),
-    ),
-  );
-  const running = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
-  const stop = async () => {
-    await Promise.all(running.map((functions) => functions.stop()));
-  };
-  const failures = started.flatMap((outcome) =>
-    outcome.status === 'rejected'
-      ? outcome.reason instanceof SourceInitError
-        ? outcome.reason.failures
-        : [{ name: 'runtime', error: { errorType: 'Runtime.StartError', errorMessage: String(outcome.reason) } }]
-      : [],
-  );
-  if (failures.length > 0) {
-    await stop();
-    throw new SourceInitError(failures);
-  }
-  return { handlers: new Map(running.flatMap((functions) => [...functions.handlers])), stop };
-}
-
-/** What the Lambda service sets in a function's environment, for one run from its source in this repository. */
-export function sourceLambdaVariables(spec: FunctionSpec): Record<string, string> {
-  return lambdaServiceVariables({
-    functionName: localName(spec),
-    handler: 'index.handler',
-    runtime: 'nodejs22.x',
-    memoryMb: spec.memoryMb,
-    taskRoot: ROOT,
+  const byName = new Map(serviceFunctions.map((spec) => [localName(spec), spec.id]));
+  const functions = await startSourceFunctions({
+    functions: serviceFunctions.map((spec) => ({
+      name: localName(spec),
+      entry: join(ROOT, spec.entry),
+      memoryMb: spec.memoryMb,
+    })),
+    environment: functionSettings(settings),
+    bundle,
+    maxEnvironments: SOURCE_MAX_ENVIRONMENTS,
+    // As the functions' lines always came out: the Powertools JSON they log, as CloudWatch would store it.
+    output: (line, stream) => (stream === 'stderr' ? process.stderr : process.stdout).write(`${line}\n`),
   });
+  return {
+    handlers: new Map([...functions.handlers].map(([name, handler]) => [byName.get(name)!, handler])),
+    stop: () => functions.stop(),
+  };
 }
 
 /**

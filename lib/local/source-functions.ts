@@ -1,41 +1,125 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
-import type { Context } from 'aws-lambda';
-import { type InvocationContext, type LambdaErrorReport, LambdaRuntimeError } from './execution-environment';
+import type { BuildOptions } from 'esbuild';
+import { type BundledFunction, type BundledFunctionOptions, startBundledFunction } from './bundled-function';
+import type { LambdaErrorReport } from './execution-environment';
 import type { LambdaHandler } from './lambda-invoke';
-import { consoleLog, type LocalLog } from './log';
-
-/** The worker script: Lambda's Node.js runtime for TypeScript sources (see it for the protocol). */
-const RUNTIME_SCRIPT = join(__dirname, 'source-runtime.mjs');
 
 /** One function run from its source: the name it is invoked by, and its entry file, which exports `handler`. */
 export interface SourceFunction {
   readonly name: string;
   /** An absolute path to a `.ts` (or `.js`) file. */
   readonly entry: string;
+  /** `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` and the context's `memoryLimitInMB`. Default 128, Lambda's. */
+  readonly memoryMb?: number;
 }
 
-export interface SourceFunctionsOptions {
+/**
+ * How the sources are bundled: the options lib/infra/service-function.ts gives `NodejsFunction` (LAMBDA_BUNDLING),
+ * in esbuild's own terms (test/local/source-functions.test.ts holds the two together). That module loads the CDK,
+ * seconds of import for the local stack, so the options are written out here rather than imported from it.
+ * - an ES module for node22, the SDK's ES builds first (`mainFields`), the AWS SDK bundled, not taken from a runtime;
+ * - ESM has no `require`, and some bundled CommonJS code still calls it: the banner gives the module one;
+ * - minified with a source map, as deployed; the environments run with `--enable-source-maps` (LAMBDA_NODE_OPTIONS),
+ *   so a stack trace names the TypeScript file and line.
+ */
+export const SOURCE_BUNDLING = {
+  bundle: true,
+  platform: 'node',
+  target: 'node22',
+  format: 'esm',
+  mainFields: ['module', 'main'],
+  banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+  minify: true,
+  sourcemap: true,
+} as const satisfies BuildOptions;
+
+/** What the deployed functions run with (lib/infra/service-function.ts, LAMBDA_NODE_OPTIONS): mapped stack traces. */
+export const SOURCE_NODE_OPTIONS = { NODE_OPTIONS: '--enable-source-maps' } as const;
+
+export interface SourceBundleOptions {
   readonly functions: readonly SourceFunction[];
+  /** The tsconfig.json that resolves the entries' imports (its `paths`). Default: esbuild's lookup, per file. */
+  readonly tsconfig?: string;
   /**
-   * The functions' whole `process.env`: what they read their configuration from at import. Nothing of this
-   * process's environment reaches them but what is in here, and nothing in here reaches this process's.
+   * Bundle-time constants, as the deployment sets them (`process.env.STORE`, `process.env.POWERTOOLS_TRACE_ENABLED`:
+   * lib/infra/service-function.ts), each value a JavaScript expression (a JSON string literal).
+   */
+  readonly define?: Readonly<Record<string, string>>;
+}
+
+/** The bundles of some functions, one directory each (`index.mjs` and its source map), in a directory of this run's. */
+export interface SourceBundle {
+  /** By function name: the directory to run it from, as CDK's asset directory is a deployed function's. */
+  readonly codeDirectories: ReadonlyMap<string, string>;
+  readonly bundleMs: number;
+  /** Removes the bundles. */
+  remove(): void;
+}
+
+/**
+ * Bundles every function's source in one esbuild call, into a temporary directory (removed by `remove()`, or when
+ * this process exits). Rejects with a `SourceInitError` when the sources can't be bundled (a syntax error, an import
+ * that resolves nowhere): no function would load, as no deployment would build.
+ */
+export async function bundleSources(options: SourceBundleOptions): Promise<SourceBundle> {
+  const startedAt = performance.now();
+  const { build } = await import('esbuild');
+  removeOrphanedBundles();
+  const directory = mkdtempSync(join(tmpdir(), `${BUNDLES_PREFIX}${process.pid}-`));
+  const remove = () => rmSync(directory, { recursive: true, force: true });
+  process.once('exit', remove);
+  const removeNow = () => {
+    process.off('exit', remove);
+    remove();
+  };
+  try {
+    await build({
+      ...SOURCE_BUNDLING,
+      entryPoints: Object.fromEntries(options.functions.map(({ name, entry }) => [`${name}/index`, entry])),
+      outdir: directory,
+      outExtension: { '.js': '.mjs' },
+      ...(options.tsconfig ? { tsconfig: options.tsconfig } : {}),
+      define: { ...options.define },
+      logLevel: 'silent',
+    });
+  } catch (error) {
+    removeNow();
+    throw new SourceInitError([{ name: 'esbuild', error: bundleError(error) }]);
+  }
+  return {
+    codeDirectories: new Map(options.functions.map(({ name }) => [name, join(directory, name)])),
+    bundleMs: Math.round(performance.now() - startedAt),
+    remove: removeNow,
+  };
+}
+
+export interface SourceFunctionsOptions extends SourceBundleOptions {
+  /**
+   * Every function's own environment (what it reads its configuration from at import): nothing of this process's
+   * environment reaches them but what is in here. The Lambda service's variables are added (bundled-function.ts),
+   * so this must not set one; `NODE_OPTIONS` is `--enable-source-maps` unless this sets it.
    */
   readonly environment: Readonly<Record<string, string | undefined>>;
-  /** The tsconfig.json that compiles the entries (its `paths` resolve their imports). Default: tsx's own lookup. */
-  readonly tsconfig?: string;
-  /** Where a crash of the runtime is reported (the invocations it ends fail too). Default: the console. */
-  readonly log?: LocalLog;
+  /** The bundles, when they were started earlier (the local stack bundles while its database starts). */
+  readonly bundle?: Promise<SourceBundle>;
+  /** Default: this process's stdout and stderr, each line prefixed with the function's name. */
+  readonly output?: BundledFunctionOptions['output'];
+  /** Environments started per function at most (bundled-function.ts's default: 10). */
+  readonly maxEnvironments?: number;
 }
 
-/** Functions running from their sources, in a runtime of their own. */
+/** Functions running from their sources, each in execution environments of its own. */
 export interface SourceFunctions {
-  /** By function name: invokes it in the runtime, as Lambda calls the handler. */
+  /** By function name: invokes it, as Lambda calls the handler. */
   // biome-ignore lint/suspicious/noExplicitAny: the event and result are whatever its trigger sends and takes
   readonly handlers: ReadonlyMap<string, LambdaHandler<any, any>>;
-  /** How long loading every function took (the init, cold starts included). */
+  /** By function name: its environments (their process ids, for a test). */
+  readonly functions: ReadonlyMap<string, BundledFunction>;
+  /** How long the start took: bundling, and the init of each function's first environment. */
   readonly initMs: number;
-  /** Ends the runtime. Invocations still running are failed. */
+  /** Kills every environment and removes the bundles. */
   stop(): Promise<void>;
 }
 
@@ -51,21 +135,16 @@ export class SourceInitError extends Error {
   }
 }
 
-type FromRuntime =
-  | { type: 'ready'; initMs: number }
-  | { type: 'init-error'; failures: { name: string; error: LambdaErrorReport }[] }
-  | { type: 'result'; id: number; json?: string }
-  | { type: 'error'; id: number; error: LambdaErrorReport };
-
 /**
- * Starts functions from their TypeScript sources in a worker thread with `environment` as its `process.env`, and
- * resolves once every one of them has loaded (rejects with a `SourceInitError` naming each that failed, as a bundle
- * that can't load stops a bundled run).
+ * Starts functions from their TypeScript sources the way Lambda runs them: bundled as the deployment bundles them
+ * (`bundleSources`), and run from those bundles on the same machinery as the deployed bundles
+ * (bundled-function.ts): each invocation in an execution environment of its own at a time, a process with exactly
+ * its function's environment, reused while healthy, killed at the invocation's timeout (with whatever it held:
+ * connections, locks, timers) and replaced by a new one for the next. The handler code is the one Lambda runs,
+ * only not zipped.
  *
- * The functions of one call share the worker, as they shared the stack's process before: their modules, clients
- * and connection pools. Each call has its own worker, so two stacks in one process never see each other's settings.
- * A worker that dies (an uncaught error in a handler) fails the invocations it was running; the next invocation
- * starts a new one, as Lambda starts a new execution environment after a crash.
+ * Resolves once each function's first environment has loaded its bundle (rejects with a `SourceInitError` naming
+ * each that failed, as a bundle that can't load stops a bundled run).
  *
  * @example
  * const fns = await startSourceFunctions({
@@ -75,140 +154,96 @@ type FromRuntime =
  * const invocation = invokeLambda(fns.handlers.get('payments-get')!, event, { functionName: 'payments-get' });
  */
 export async function startSourceFunctions(options: SourceFunctionsOptions): Promise<SourceFunctions> {
-  let runtime = await SourceRuntime.start(options);
-  const { initMs } = runtime;
-  let restarting: Promise<SourceRuntime> | undefined;
-  let stopped = false;
-
-  const current = async (): Promise<SourceRuntime> => {
-    if (stopped) throw new Error('the source functions are stopped');
-    if (runtime.alive) return runtime;
-    restarting ??= SourceRuntime.start(options).finally(() => {
-      restarting = undefined;
-    });
-    runtime = await restarting;
-    return runtime;
+  const startedAt = performance.now();
+  const bundle = await (options.bundle ?? bundleSources(options));
+  const functions = new Map<string, BundledFunction>();
+  const stop = async () => {
+    await Promise.all([...functions.values()].map((fn) => fn.stop()));
+    bundle.remove();
   };
-
-  const handlers = new Map(
-    options.functions.map(({ name }) => {
-      const handler = async (event: unknown, context: Context): Promise<unknown> => {
-        // The deadline is the invocation's, fixed by the caller when it invoked.
-        const deadlineMs = Date.now() + context.getRemainingTimeInMillis();
-        return (await current()).invoke(name, event, invocationContext(context, deadlineMs));
-      };
-      return [name, handler];
-    }),
-  );
-  return {
-    handlers,
-    initMs,
-    async stop() {
-      stopped = true;
-      await (await restarting?.catch(() => undefined))?.stop();
-      await runtime.stop();
-    },
-  };
-}
-
-interface Pending {
-  resolve(value: unknown): void;
-  reject(error: Error): void;
-}
-
-/** One worker, and the invocations it is running. */
-class SourceRuntime {
-  private readonly pending = new Map<number, Pending>();
-  private nextId = 1;
-  private exited = false;
-
-  private constructor(
-    private readonly worker: Worker,
-    private readonly exit: Promise<void>,
-    readonly initMs: number,
-  ) {
-    worker.on('message', (message: FromRuntime) => this.settle(message));
-    void exit.then(() => {
-      this.exited = true;
-      const error = new LambdaRuntimeError({
-        errorType: 'Runtime.ExitError',
-        errorMessage: 'The runtime of the functions run from source exited',
-      });
-      for (const pending of this.pending.values()) pending.reject(error);
-      this.pending.clear();
-    });
-  }
-
-  static start(options: SourceFunctionsOptions): Promise<SourceRuntime> {
-    const worker = new Worker(RUNTIME_SCRIPT, {
-      workerData: { functions: options.functions, tsconfig: options.tsconfig },
-      env: definedOnly(options.environment),
-      // Not the parent's flags (tsx's own loader among them, under `tsx`): the runtime registers what it needs.
-      execArgv: [],
-    });
-    let crash: Error | undefined;
-    worker.on('error', (error) => {
-      // An uncaught error in a handler ends the worker, as it would end a Lambda execution environment.
-      crash = error;
-      (options.log ?? consoleLog).error('the runtime of the functions run from source crashed', { error });
-    });
-    const exit = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-    return new Promise((resolve, reject) => {
-      const onMessage = (message: FromRuntime) => {
-        if (message.type === 'ready') {
-          worker.off('message', onMessage);
-          resolve(new SourceRuntime(worker, exit, message.initMs));
-        } else if (message.type === 'init-error') {
-          worker.off('message', onMessage);
-          reject(new SourceInitError(message.failures));
-          void worker.terminate();
-        }
-      };
-      worker.on('message', onMessage);
-      void exit.then(() =>
-        reject(crash ?? new Error('the runtime of the functions run from source exited while loading them')),
+  try {
+    const environment = { ...SOURCE_NODE_OPTIONS, ...definedOnly(options.environment) };
+    for (const { name, memoryMb } of options.functions) {
+      const codeDirectory = bundle.codeDirectories.get(name);
+      if (!codeDirectory) throw new Error(`the bundles have no function ${name}`);
+      functions.set(
+        name,
+        startBundledFunction({
+          functionName: name,
+          codeDirectory,
+          // The bundle is this run's own: its source map's paths are relative to where it was written.
+          runInPlace: true,
+          handler: 'index.handler',
+          runtime: 'nodejs22.x',
+          memoryMb: memoryMb ?? 128,
+          environment,
+          ...(options.output ? { output: options.output } : {}),
+          ...(options.maxEnvironments ? { maxEnvironments: options.maxEnvironments } : {}),
+        }),
       );
-    });
+    }
+  } catch (error) {
+    await stop();
+    throw error;
   }
-
-  get alive(): boolean {
-    return !this.exited;
+  const inits = await Promise.allSettled([...functions.values()].map((fn) => fn.warm()));
+  const failures = inits.flatMap((init, index) =>
+    init.status === 'rejected' ? [{ name: options.functions[index]!.name, error: initError(init.reason) }] : [],
+  );
+  if (failures.length > 0) {
+    await stop();
+    throw new SourceInitError(failures);
   }
+  return {
+    handlers: new Map([...functions].map(([name, fn]) => [name, fn.handler])),
+    functions,
+    initMs: Math.round(performance.now() - startedAt),
+    stop,
+  };
+}
 
-  invoke(name: string, event: unknown, context: InvocationContext): Promise<unknown> {
-    if (this.exited) return Promise.reject(new Error('the runtime of the functions run from source has exited'));
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ type: 'invoke', id, name, event, context });
-    });
+function initError(error: unknown): LambdaErrorReport {
+  if (error instanceof Error) {
+    const errorType = 'errorType' in error && typeof error.errorType === 'string' ? error.errorType : error.name;
+    return { errorType, errorMessage: error.message, ...(error.stack ? { stack: error.stack } : {}) };
   }
+  return { errorType: typeof error, errorMessage: String(error) };
+}
 
-  async stop(): Promise<void> {
-    await this.worker.terminate();
-    await this.exit;
-  }
+/** Each run's bundles are in `<tmpdir>/keystone-sources-<pid>-<random>`. */
+const BUNDLES_PREFIX = 'keystone-sources-';
 
-  private settle(message: FromRuntime): void {
-    if (message.type !== 'result' && message.type !== 'error') return;
-    const pending = this.pending.get(message.id);
-    if (!pending) return;
-    this.pending.delete(message.id);
-    if (message.type === 'result') pending.resolve(message.json === undefined ? undefined : JSON.parse(message.json));
-    else pending.reject(new LambdaRuntimeError(message.error));
+/**
+ * Removes the bundles of runs whose process is gone without removing them (killed: a test's crash, SIGKILL), so
+ * they don't pile up in the temporary directory.
+ */
+function removeOrphanedBundles(): void {
+  const pattern = new RegExp(`^${BUNDLES_PREFIX}(\\d+)-`);
+  for (const name of readdirSync(tmpdir())) {
+    const pid = Number(pattern.exec(name)?.[1]);
+    if (pid > 0 && !isRunning(pid)) rmSync(join(tmpdir(), name), { recursive: true, force: true });
   }
 }
 
-function invocationContext(context: Context, deadlineMs: number): InvocationContext {
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** esbuild's failure, its messages one per line with where each is. */
+function bundleError(error: unknown): LambdaErrorReport {
+  const messages = (error as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
+  if (!messages?.length) return { errorType: 'Runtime.BundleError', errorMessage: String(error) };
   return {
-    awsRequestId: context.awsRequestId,
-    functionName: context.functionName,
-    functionVersion: context.functionVersion,
-    invokedFunctionArn: context.invokedFunctionArn,
-    memoryLimitInMB: context.memoryLimitInMB,
-    logGroupName: context.logGroupName,
-    logStreamName: context.logStreamName,
-    deadlineMs,
+    errorType: 'Runtime.BundleError',
+    errorMessage: messages
+      .map(({ text, location }) => (location ? `${location.file}:${location.line}: ${text}` : text))
+      .join('; '),
   };
 }
 

@@ -22,6 +22,7 @@ import { consoleLog, type LocalLog } from './log';
 import { openApiRoute } from './openapi-route';
 import { ensurePortsFree, portFromEnv } from './ports';
 import {
+  bundleServiceSources,
   localRouteTimeoutMs,
   type RunningFunctions,
   serviceHttpApiRoutes,
@@ -30,6 +31,7 @@ import {
   startSettlementConsumer,
   startSourceService,
 } from './service-functions';
+import type { SourceBundle } from './source-functions';
 import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from './sqs';
 import { deployedSettings, type StackSettings, stackSettings, timingsOf } from './stack-settings';
 
@@ -75,8 +77,10 @@ export interface LocalStack {
  * completer.
  *
  * Which functions there are, and what invokes each, comes from the definitions the CDK stack deploys
- * (service-functions.ts). They run from their TypeScript sources, each function in a runtime of its own (a worker
- * thread) whose `process.env` is what they read of this stack's settings under Lambda's own variables (nothing is written to this process's environment), or, with `LOCAL_CDK_OUT` naming a
+ * (service-functions.ts). They run from their TypeScript sources, bundled at start as the deployment bundles them
+ * and run as the bundles are: each invocation in an execution environment (a process) of its own, killed at its
+ * timeout, whose `process.env` is what they read of this stack's settings under Lambda's own variables (nothing is
+ * written to this process's environment), or, with `LOCAL_CDK_OUT` naming a
  * synthesized cloud assembly, from the very bundles it deploys (bundled-service.ts): each function in processes of
  * its own with its own environment from the template, and the emulators set up as the template sets up API
  * Gateway, the queue and the schedule. The README's local timing settings then override the template's values, for
@@ -120,6 +124,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     // The sandbox's webhooks need the API's URL before the API listens, so a free port is picked here.
     const port = apiPort.port === 0 ? await freePort() : apiPort.port;
     env.PROCESSOR_WEBHOOK_SECRET ||= `whsec_${randomBytes(16).toString('hex')}`;
+    // From source, the functions are bundled while the database and the emulators start.
+    const sources = deployed ? undefined : bundleSources(env, stoppers);
     // The database takes a while to answer (DynamoDB Local is a JVM; PostgreSQL runs initdb first). Its port is chosen
     // first: then every address the functions read at import is known early, and they load while it starts.
     const database =
@@ -134,7 +140,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const functions = addresses.then(async () => {
       const running = deployed
         ? await startBundles(deployed, env, settings, log, database)
-        : await startSources(env, log);
+        : await startSources(env, sources!);
       stoppers.push(() => running.stop());
       return running;
     });
@@ -218,11 +224,23 @@ function refuseIdempotencyOff(env: Env): void {
   );
 }
 
-/** The functions from their sources, in environments whose `process.env` is what they read of this stack's `env`. */
-async function startSources(env: Env, log: LocalLog): Promise<RunningFunctions> {
+/** The functions' sources, bundled as deployed (removed when the stack stops, or fails to start). */
+function bundleSources(env: Env, stoppers: Stoppers): Promise<SourceBundle> {
+  const bundle = bundleServiceSources(env);
+  // Handled here too: a start that fails elsewhere first never waits for it.
+  const settled = bundle.catch(() => undefined);
+  stoppers.push(async () => (await settled)?.remove());
+  return bundle;
+}
+
+/**
+ * The functions from their sources' bundles, in environments whose `process.env` is what they read of this stack's
+ * `env`, killed at their timeouts as Lambda's are.
+ */
+async function startSources(env: Env, bundle: Promise<SourceBundle>): Promise<RunningFunctions> {
   // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
   env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  return startSourceService(env, log);
+  return startSourceService(env, bundle);
 }
 
 /**
