@@ -12,6 +12,9 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
  */
 const base = {
   testEnvironment: 'node',
+  // The library's package.json maps each entry point under this condition to its source (tsconfig.json's
+  // customConditions): the service's tests import it by name and run its TypeScript, never a build.
+  testEnvironmentOptions: { customExportConditions: ['keystone-source', 'node', 'node-addons'] },
   roots: ['<rootDir>/test'],
   transform: { '^.+\\.(t|j)s$': ['@swc/jest'] },
   transformIgnorePatterns: ['/node_modules/(?!(@middy|@redocly|ky)/)'],
@@ -19,9 +22,6 @@ const base = {
     '^@middy/([^/]+)$': '<rootDir>/node_modules/@middy/$1/index.js',
     // The library's sources import each other as Node ESM must (`./store.js`): jest finds the `.ts` behind them.
     '^(\\.{1,2}/.*)\\.js$': '$1',
-    // The package's own entry points, as tsconfig.json's `paths` resolve them: to the sources, never to a build.
-    '^keystone-idempotency$': '<rootDir>/lib/engine/index.ts',
-    '^keystone-idempotency/(engine|dynamodb|postgres|http|sqs|client|cdk)$': '<rootDir>/lib/$1/index.ts',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

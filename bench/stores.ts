@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
-import { fingerprint } from '../lib/engine/fingerprint';
-import { scopedKey } from '../lib/engine/key';
 import { type PostgresLocal, startPostgresLocal } from '../lib/local/postgres-local';
 import { migrateService, PostgresPayments } from '../lib/payments/postgres';
-import { PostgresStore } from '../lib/postgres/store';
+import { fingerprint } from '../packages/keystone-idempotency/src/engine/fingerprint';
+import { scopedKey } from '../packages/keystone-idempotency/src/engine/key';
+import { PostgresStore } from '../packages/keystone-idempotency/src/postgres/store';
 import { ConflictError, Db, documentTableSql, RetryLaterError, withIdempotency } from './held-transaction';
 import { pool as inParallel, interleave, type LatencySummary, median, now, summarize } from './measure';
 import {

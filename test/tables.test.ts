@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DescribeTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
-import { RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from '../lib/dynamodb/layout';
 import { idempotencyTable, paymentsTable } from '../lib/tables/definitions';
 import { ensureTable } from '../lib/tables/ensure';
+import { RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from '../packages/keystone-idempotency/src/dynamodb/layout';
 import { createTestTable, localClient } from './support/dynamodb';
 
 describe('table definitions', () => {

@@ -8,6 +8,7 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { EnvironmentConfig, StoreKind } from './environments';
 import type { FunctionSpec } from './functions';
+import { LIBRARY_SOURCE_CONDITION } from './library-source';
 import { localEsbuildVersion } from './local-esbuild';
 
 /** Every function's runtime; esbuild's target follows from it (node22). */
@@ -40,6 +41,8 @@ export const LAMBDA_BUNDLING: BundlingOptions = {
   minify: true,
   sourceMap: true,
   forceDockerBundling: false,
+  // The library by name, to its sources (its package.json's `keystone-source` condition; tsconfig.json says why).
+  esbuildArgs: { '--conditions': LIBRARY_SOURCE_CONDITION },
   define: { ...tracingDefine(false), ...storeDefine('dynamodb') },
 };
 

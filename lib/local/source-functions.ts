@@ -2,6 +2,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BuildOptions } from 'esbuild';
+import { LIBRARY_SOURCE_CONDITION } from '../infra/library-source';
 import { type BundledFunction, type BundledFunctionOptions, startBundledFunction } from './bundled-function';
 import type { LambdaErrorReport } from './execution-environment';
 import type { LambdaHandler } from './lambda-invoke';
@@ -21,6 +22,7 @@ export interface SourceFunction {
  * seconds of import for the local stack, so the options are written out here rather than imported from it.
  * - an ES module for node22, the SDK's ES builds first (`mainFields`), the AWS SDK bundled, not taken from a runtime;
  * - ESM has no `require`, and some bundled CommonJS code still calls it: the banner gives the module one;
+ * - the library resolved to its sources (`conditions`, LAMBDA_BUNDLING's `esbuildArgs`);
  * - minified with a source map, as deployed; the environments run with `--enable-source-maps` (LAMBDA_NODE_OPTIONS),
  *   so a stack trace names the TypeScript file and line.
  */
@@ -33,6 +35,8 @@ export const SOURCE_BUNDLING = {
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   minify: true,
   sourcemap: true,
+  // The library by name, to its sources (its package.json's `keystone-source` condition), as the CDK bundles it.
+  conditions: [LIBRARY_SOURCE_CONDITION],
 } as const satisfies BuildOptions;
 
 /** What the deployed functions run with (lib/infra/service-function.ts, LAMBDA_NODE_OPTIONS): mapped stack traces. */

@@ -26,7 +26,7 @@ import { openApiSchema } from './json-schema';
 
 /**
  * The payments API as an OpenAPI 3.1 document, generated from the zod schemas the handlers validate requests with
- * and type their responses by (lib/payments/schema.ts, lib/http/problem.ts, ...). Nothing here restates a field:
+ * and type their responses by (lib/payments/schema.ts, packages/keystone-idempotency/src/http/problem.ts, ...). Nothing here restates a field:
  * this file only says which schema answers which status, and why.
  *
  * Built by the local stack (served at /openapi.json) and by `npm run openapi`; never imported by a function, so the

@@ -2,7 +2,7 @@ import { MAX_KEY_LENGTH } from 'keystone-idempotency/engine';
 
 /**
  * The `Idempotency-Key` header's rules as a JSON Schema pattern, for the OpenAPI document. The handler parses keys
- * with `parseIdempotencyKey` (lib/engine/key.ts), not with this pattern; a property test checks that the two accept
+ * with `parseIdempotencyKey` (packages/keystone-idempotency/src/engine/key.ts), not with this pattern; a property test checks that the two accept
  * exactly the same header values, so the documented rule can't drift from the enforced one.
  *
  * Either a bare key, 1 to 255 visible ASCII characters not starting with a double quote, or an RFC 8941 string:

@@ -73,7 +73,7 @@ export async function provisionRoles(
   const schema = identifier(options.schema);
   const mark = managedRoleComment(options.schema);
   const keys = tableNames({ schema: options.schema });
-  // The keys table's functions, as its writes call them (lib/postgres/schema.ts).
+  // The keys table's functions, as its writes call them (packages/keystone-idempotency/src/postgres/schema.ts).
   const engineFunctions = [`${keys.fence}(bigint, text, text)`, `${keys.expectRows}(bigint, bigint, integer)`];
   const client = await pool.connect();
   let broken: Error | undefined;

@@ -7,6 +7,7 @@ import type { OpenAPIObject } from 'openapi3-ts/oas31';
 import { Pool } from 'pg';
 import { environments } from '../../lib/infra/environments';
 import { serviceFunctions } from '../../lib/infra/functions';
+import { LIBRARY_SOURCE_CONDITION } from '../../lib/infra/library-source';
 import { LAMBDA_BUNDLING } from '../../lib/infra/service-function';
 import { DeployedStack, referencedLogicalId } from '../../lib/local/cloud-assembly';
 import { freePort } from '../../lib/local/free-port';
@@ -371,6 +372,7 @@ describe('a broken bundle stops the bundled run at start, naming the function an
       entryPoints: [join(root, entry)],
       outfile: join(outdir, 'index.mjs'),
       bundle: true,
+      conditions: [LIBRARY_SOURCE_CONDITION],
       platform: 'node',
       target: 'node22',
       format: 'esm',
@@ -495,7 +497,7 @@ describe('the service on PostgreSQL, from the bundles of `cdk synth -c env=dev -
         id,
         signer: true,
       });
-      expect(sources.filter((source) => /client-dynamodb|lib-dynamodb|lib\/dynamodb\//.test(source))).toEqual([]);
+      expect(sources.filter((source) => /client-dynamodb|lib-dynamodb|src\/dynamodb\//.test(source))).toEqual([]);
     }
   });
 

@@ -1,4 +1,4 @@
-import { readBody, readProblem } from '../../lib/client/answer';
+import { readBody, readProblem } from '../../packages/keystone-idempotency/src/client/answer';
 
 const anything = (body: unknown) => body;
 const anObject = (body: unknown) => {

@@ -1,4 +1,4 @@
-import { usableRetryAfter } from '../../lib/client/attempt-log';
+import { usableRetryAfter } from '../../packages/keystone-idempotency/src/client/attempt-log';
 
 describe('usableRetryAfter', () => {
   it('keeps delay-seconds and an HTTP-date, the two forms RFC 9110 allows', () => {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { RetrySafeClient } from '../../lib/client';
+import { RetrySafeClient } from '../../packages/keystone-idempotency/src/client';
 import { collectGarbage } from '../support/garbage';
 import { order, placed, readOrder } from './scripted-fetch';
 

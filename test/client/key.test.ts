@@ -1,4 +1,4 @@
-import { checkIdempotencyKey, newIdempotencyKey } from '../../lib/client/key';
+import { checkIdempotencyKey, newIdempotencyKey } from '../../packages/keystone-idempotency/src/client/key';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

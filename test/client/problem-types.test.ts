@@ -1,5 +1,9 @@
-import { IdempotencyProblemType, idempotencyProblemOf, RetrySafeClient } from '../../lib/client';
-import { problemType, ProblemType as Slug } from '../../lib/http/problem-types';
+import {
+  IdempotencyProblemType,
+  idempotencyProblemOf,
+  RetrySafeClient,
+} from '../../packages/keystone-idempotency/src/client';
+import { problemType, ProblemType as Slug } from '../../packages/keystone-idempotency/src/http/problem-types';
 import { created, problem, readOrder, scriptedFetch } from './scripted-fetch';
 
 describe('IdempotencyProblemType', () => {

@@ -6,7 +6,7 @@ import {
   fullJitter,
   isRetryStatus,
   retryAfterMs,
-} from '../../lib/client/retry-policy';
+} from '../../packages/keystone-idempotency/src/client/retry-policy';
 
 describe('isRetryStatus', () => {
   it('retries in-flight duplicates, throttling and processor outages', () => {

@@ -5,7 +5,7 @@ import {
   type OperationResult,
   RetrySafeClient,
   type RetrySafeClientOptions,
-} from '../../lib/client';
+} from '../../packages/keystone-idempotency/src/client';
 import { collectGarbage } from '../support/garbage';
 import {
   created,

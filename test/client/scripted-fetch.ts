@@ -1,4 +1,4 @@
-import { type Fetch, IdempotencyProblemType } from '../../lib/client';
+import { type Fetch, IdempotencyProblemType } from '../../packages/keystone-idempotency/src/client';
 
 /**
  * A `fetch` that answers from a script, one step per call, and keeps every request it was sent. It honours the

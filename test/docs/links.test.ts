@@ -6,7 +6,7 @@ import ts from 'typescript';
  * The documents a team reads, checked as code is: every relative link in the READMEs and `docs/` names a file that
  * exists (and, with a `#...` anchor into a Markdown file, a heading of it, by GitHub's slug rule), and every
  * TypeScript block compiles. The blocks are compiled in one program with the repository's compiler options, so
- * `keystone-idempotency/*` resolves to the sources as `tsconfig.json`'s `paths` say. A block that is not a whole
+ * `keystone-idempotency/*` resolves to the sources as tsconfig.json's `customConditions` say. A block that is not a whole
  * program opens with ```ts fragment and is left out. The `ts` blocks of the files `test/package/pack.test.ts`
  * already compiles against the packed package (both READMEs, the migration guide) are left to it; their
  * `typescript` blocks (Powertools' side of the guide) are compiled here.
@@ -16,7 +16,7 @@ jest.setTimeout(120_000);
 const root = resolve(__dirname, '..', '..');
 const documents = [
   'README.md',
-  'package/README.md',
+  'packages/keystone-idempotency/README.md',
   'bench/README.md',
   ...readdirSync(join(root, 'docs'))
     .filter((name) => name.endsWith('.md'))
@@ -24,7 +24,11 @@ const documents = [
     .map((name) => `docs/${name}`),
 ];
 /** Whose `ts` blocks the pack test compiles, against the tarball, under two resolutions. */
-const COMPILED_BY_THE_PACK_TEST = new Set(['README.md', 'package/README.md', 'docs/migrating-from-powertools.md']);
+const COMPILED_BY_THE_PACK_TEST = new Set([
+  'README.md',
+  'packages/keystone-idempotency/README.md',
+  'docs/migrating-from-powertools.md',
+]);
 
 /** Names the examples use without defining: stand-ins for the reader's own code. */
 const EXAMPLE_GLOBALS = `declare global {
@@ -99,6 +103,9 @@ function linksOf(markdown: string): { target: string; line: number }[] {
   );
 }
 
+/** Where GitHub shows a file of this repository: the package README links there. */
+const REPOSITORY_BLOB = 'https://github.com/keystone-idempotency/keystone-idempotency/blob/main/';
+
 const text = new Map(documents.map((doc) => [doc, readFileSync(join(root, doc), 'utf8')]));
 
 describe('the documents', () => {
@@ -110,26 +117,36 @@ describe('the documents', () => {
     expect(Buffer.byteLength(text.get('README.md') ?? '')).toBeLessThanOrEqual(15 * 1024);
   });
 
-  it.each(documents)('%s: every relative link names a file that exists, and a heading that exists', (doc) => {
-    const broken: string[] = [];
-    const links = linksOf(text.get(doc) ?? '');
-    for (const { target, line } of links) {
-      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto: and the like
-      const [path = '', anchor] = target.split('#');
-      const file = path === '' ? join(root, doc) : resolve(dirname(join(root, doc)), decodeURIComponent(path));
-      if (!existsSync(file)) {
-        broken.push(`${doc}:${line} ${target}: no such file`);
-        continue;
-      }
-      if (anchor !== undefined && file.endsWith('.md')) {
-        const heading = decodeURIComponent(anchor);
-        if (!anchorsOf(readFileSync(file, 'utf8')).has(heading)) {
-          broken.push(`${doc}:${line} ${target}: no heading #${heading} in ${relative(root, file)}`);
+  it.each(documents)(
+    '%s: every link into this repository names a file that exists, and a heading that exists',
+    (doc) => {
+      const broken: string[] = [];
+      const links = linksOf(text.get(doc) ?? '');
+      for (const { target, line } of links) {
+        // The package README's links into the repository are absolute (npm resolves no relative link): checked too.
+        const inRepository = target.startsWith(REPOSITORY_BLOB) ? target.slice(REPOSITORY_BLOB.length) : undefined;
+        if (inRepository === undefined && /^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto: and the like
+        const [path = '', anchor] = (inRepository ?? target).split('#');
+        const file =
+          inRepository !== undefined
+            ? join(root, decodeURIComponent(path))
+            : path === ''
+              ? join(root, doc)
+              : resolve(dirname(join(root, doc)), decodeURIComponent(path));
+        if (!existsSync(file)) {
+          broken.push(`${doc}:${line} ${target}: no such file`);
+          continue;
+        }
+        if (anchor !== undefined && file.endsWith('.md')) {
+          const heading = decodeURIComponent(anchor);
+          if (!anchorsOf(readFileSync(file, 'utf8')).has(heading)) {
+            broken.push(`${doc}:${line} ${target}: no heading #${heading} in ${relative(root, file)}`);
+          }
         }
       }
-    }
-    expect(broken).toEqual([]);
-  });
+      expect(broken).toEqual([]);
+    },
+  );
 
   it('find links and anchors as GitHub does (the check can fail)', () => {
     const sample =

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { RecordAttribute } from '../../lib/dynamodb/layout';
-import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
-import { EffectKindError } from '../../lib/engine/errors';
-import { scopedKey } from '../../lib/engine/key';
-import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
+import { RecordAttribute } from '../../packages/keystone-idempotency/src/dynamodb/layout';
+import { DynamoDbStore, type EffectItem } from '../../packages/keystone-idempotency/src/dynamodb/store';
+import { EffectKindError } from '../../packages/keystone-idempotency/src/engine/errors';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import { type Lease, RecordStatus, type StoredResponse } from '../../packages/keystone-idempotency/src/engine/record';
 import { localClient, localDocumentClient, testDatabase } from '../support/dynamodb';
 import { type DynamoDbFaultProxy, startDynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
 import { engineRequests } from '../support/engine-requests';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { RecordAttribute } from '../../lib/dynamodb/layout';
-import { scopedKey } from '../../lib/engine/key';
+import { RecordAttribute } from '../../packages/keystone-idempotency/src/dynamodb/layout';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
 import { localDocumentClient } from '../support/dynamodb';
 import {
   type ArmedRule,

@@ -1,5 +1,5 @@
-import { decide } from '../../lib/engine/decide';
-import { type IdempotencyRecord, RecordStatus } from '../../lib/engine/record';
+import { decide } from '../../packages/keystone-idempotency/src/engine/decide';
+import { type IdempotencyRecord, RecordStatus } from '../../packages/keystone-idempotency/src/engine/record';
 
 const now = 1_800_000_000_000;
 const record = (overrides: Partial<IdempotencyRecord> = {}): IdempotencyRecord => ({

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { fingerprint } from '../../lib/engine/fingerprint';
+import { fingerprint } from '../../packages/keystone-idempotency/src/engine/fingerprint';
 
 const json = 'application/json';
 

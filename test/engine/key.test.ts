@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { InvalidKeyError } from '../../lib/engine/errors';
+import { InvalidKeyError } from '../../packages/keystone-idempotency/src/engine/errors';
 import {
   assertStorableKey,
   joinScopedKey,
@@ -7,7 +7,7 @@ import {
   parseIdempotencyKey,
   scopedKey,
   splitScopedKey,
-} from '../../lib/engine/key';
+} from '../../packages/keystone-idempotency/src/engine/key';
 
 describe('parseIdempotencyKey', () => {
   it('accepts a UUID as it is', () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 /** The engine is the contract and the lifecycle; the stores are folders beside it, each with its own driver. */
 describe('the engine', () => {
   it('imports no store and no database driver', () => {
-    const engine = join(__dirname, '..', '..', 'lib', 'engine');
+    const engine = join(__dirname, '..', '..', 'packages', 'keystone-idempotency', 'src', 'engine');
     const imports = readdirSync(engine)
       .filter((file) => file.endsWith('.ts'))
       .flatMap((file) =>

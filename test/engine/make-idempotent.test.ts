@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, EventBridgeEvent, Handler } from 'aws-lambda';
-import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
+import { DynamoDbStore, type EffectItem } from '../../packages/keystone-idempotency/src/dynamodb/store';
 import {
   EffectKindError,
   InvalidKeyError,
@@ -8,10 +8,13 @@ import {
   LeaseLostError,
   OperationInFlightError,
   StagingClosedError,
-} from '../../lib/engine/errors';
-import { type MakeIdempotentOptions, makeIdempotent } from '../../lib/engine/make-idempotent';
-import type { IdempotencyHandle } from '../../lib/engine/operation';
-import { RecordStatus } from '../../lib/engine/record';
+} from '../../packages/keystone-idempotency/src/engine/errors';
+import {
+  type MakeIdempotentOptions,
+  makeIdempotent,
+} from '../../packages/keystone-idempotency/src/engine/make-idempotent';
+import type { IdempotencyHandle } from '../../packages/keystone-idempotency/src/engine/operation';
+import { RecordStatus } from '../../packages/keystone-idempotency/src/engine/record';
 import { lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';

@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDbStore, type EffectItem, MAX_TRANSACTION_EFFECTS } from '../../lib/dynamodb/store';
-import { StagingClosedError, TooManyEffectsError } from '../../lib/engine/errors';
-import { scopedKey } from '../../lib/engine/key';
-import { ClaimedOperation } from '../../lib/engine/operation';
-import { RecordStatus } from '../../lib/engine/record';
+import {
+  DynamoDbStore,
+  type EffectItem,
+  MAX_TRANSACTION_EFFECTS,
+} from '../../packages/keystone-idempotency/src/dynamodb/store';
+import { StagingClosedError, TooManyEffectsError } from '../../packages/keystone-idempotency/src/engine/errors';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import { ClaimedOperation } from '../../packages/keystone-idempotency/src/engine/operation';
+import { RecordStatus } from '../../packages/keystone-idempotency/src/engine/record';
 import { testDatabase } from '../support/dynamodb';
 
 const db = testDatabase();

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { IdempotencyStore } from '../../lib/engine/contract';
-import { LeaseLostError } from '../../lib/engine/errors';
-import { scopedKey } from '../../lib/engine/key';
-import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
-import { type RecoveryResolver, recoverDue } from '../../lib/engine/recovery';
+import type { IdempotencyStore } from '../../packages/keystone-idempotency/src/engine/contract';
+import { LeaseLostError } from '../../packages/keystone-idempotency/src/engine/errors';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import { type Lease, RecordStatus, type StoredResponse } from '../../packages/keystone-idempotency/src/engine/record';
+import { type RecoveryResolver, recoverDue } from '../../packages/keystone-idempotency/src/engine/recovery';
 import { FakeClock } from '../support/fake-clock';
 import { type HarnessStoreOptions, storeHarnesses } from '../support/stores';
 

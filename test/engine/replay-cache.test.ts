@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { ConfigurationError, LeaseLostError } from '../../lib/engine/errors';
-import { makeIdempotent } from '../../lib/engine/make-idempotent';
-import { RecordStatus, type StoredResponse } from '../../lib/engine/record';
-import { ReplayCache } from '../../lib/engine/replay-cache';
+import { ConfigurationError, LeaseLostError } from '../../packages/keystone-idempotency/src/engine/errors';
+import { makeIdempotent } from '../../packages/keystone-idempotency/src/engine/make-idempotent';
+import { RecordStatus, type StoredResponse } from '../../packages/keystone-idempotency/src/engine/record';
+import { ReplayCache } from '../../packages/keystone-idempotency/src/engine/replay-cache';
 import { FakeClock } from '../support/fake-clock';
 import { storeHarnesses } from '../support/stores';
 

@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { IdempotencyStore } from '../../lib/engine/contract';
+import type { IdempotencyStore } from '../../packages/keystone-idempotency/src/engine/contract';
 import {
   EffectConditionFailedError,
   InvalidKeyError,
   LeaseLostError,
   ResponseTooLargeError,
-} from '../../lib/engine/errors';
-import { scopedKey } from '../../lib/engine/key';
-import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
+} from '../../packages/keystone-idempotency/src/engine/errors';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import { type Lease, RecordStatus, type StoredResponse } from '../../packages/keystone-idempotency/src/engine/record';
 import { FakeClock } from '../support/fake-clock';
 import { storeHarnesses } from '../support/stores';
 
 /**
- * The store contract (lib/engine/contract.ts), one suite run against every store: DynamoDB (Local) and PostgreSQL,
+ * The store contract (packages/keystone-idempotency/src/engine/contract.ts), one suite run against every store: DynamoDB (Local) and PostgreSQL,
  * each real. What is particular to one store (DynamoDB's request kinds, PostgreSQL's pipelining and lock waits)
  * is tested in test/dynamodb and test/postgres.
  */

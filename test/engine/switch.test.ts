@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
-import { ConfigurationError } from '../../lib/engine/errors';
-import { makeIdempotent } from '../../lib/engine/make-idempotent';
-import { IDEMPOTENCY_DISABLED_ENV } from '../../lib/engine/switch';
-import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
-import { lambdaHandler } from '../../lib/http/lambda-handler';
+import { DynamoDbStore, type EffectItem } from '../../packages/keystone-idempotency/src/dynamodb/store';
+import { ConfigurationError } from '../../packages/keystone-idempotency/src/engine/errors';
+import { makeIdempotent } from '../../packages/keystone-idempotency/src/engine/make-idempotent';
+import { IDEMPOTENCY_DISABLED_ENV } from '../../packages/keystone-idempotency/src/engine/switch';
+import { httpIdempotency, type WithIdempotency } from '../../packages/keystone-idempotency/src/http/idempotency';
+import { lambdaHandler } from '../../packages/keystone-idempotency/src/http/lambda-handler';
 import { apiEvent, lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 

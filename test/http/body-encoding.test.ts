@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
-import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
-import { problemErrorHandler } from '../../lib/http/error-handler';
-import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
-import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
+import { DynamoDbStore, type EffectItem } from '../../packages/keystone-idempotency/src/dynamodb/store';
+import { problemErrorHandler } from '../../packages/keystone-idempotency/src/http/error-handler';
+import { httpIdempotency, type WithIdempotency } from '../../packages/keystone-idempotency/src/http/idempotency';
+import { validateJsonBody, type WithBody } from '../../packages/keystone-idempotency/src/http/validate-body';
 import { apiEvent, lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 

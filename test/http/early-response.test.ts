@@ -1,7 +1,7 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { answersEarly } from '../../lib/http/early-response';
+import { answersEarly } from '../../packages/keystone-idempotency/src/http/early-response';
 import { lambdaContext } from '../support/api-event';
 
 /** Powertools' own metrics middleware, composed before one that may answer early, as a function would use them. */

@@ -3,18 +3,18 @@ import { STATUS_CODES } from 'node:http';
 import middy from '@middy/core';
 import type { ALBEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
-import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
-import { accountIdOf, requireAccountId } from '../../lib/http/account';
-import { problemErrorHandler } from '../../lib/http/error-handler';
+import { DynamoDbStore, type EffectItem } from '../../packages/keystone-idempotency/src/dynamodb/store';
+import { accountIdOf, requireAccountId } from '../../packages/keystone-idempotency/src/http/account';
+import { problemErrorHandler } from '../../packages/keystone-idempotency/src/http/error-handler';
 import {
   frontDoorOf,
   type HttpEvent,
   type HttpResult,
   requestCookies,
   requestOperation,
-} from '../../lib/http/front-door';
-import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
-import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
+} from '../../packages/keystone-idempotency/src/http/front-door';
+import { httpIdempotency, type WithIdempotency } from '../../packages/keystone-idempotency/src/http/idempotency';
+import { validateJsonBody, type WithBody } from '../../packages/keystone-idempotency/src/http/validate-body';
 import { lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 import {

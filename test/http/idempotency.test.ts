@@ -2,17 +2,25 @@ import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
-import { DynamoDbStore, type EffectItem, MAX_TRANSACTION_EFFECTS } from '../../lib/dynamodb/store';
-import { StagingClosedError } from '../../lib/engine/errors';
-import { scopedKey } from '../../lib/engine/key';
-import type { IdempotencyHandle } from '../../lib/engine/operation';
-import { RecordStatus } from '../../lib/engine/record';
-import { ReplayCache } from '../../lib/engine/replay-cache';
-import { answersEarly } from '../../lib/http/early-response';
-import { problemErrorHandler } from '../../lib/http/error-handler';
-import { type HttpIdempotencyOptions, httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
-import { ProblemType, problemType } from '../../lib/http/problem';
-import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
+import {
+  DynamoDbStore,
+  type EffectItem,
+  MAX_TRANSACTION_EFFECTS,
+} from '../../packages/keystone-idempotency/src/dynamodb/store';
+import { StagingClosedError } from '../../packages/keystone-idempotency/src/engine/errors';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import type { IdempotencyHandle } from '../../packages/keystone-idempotency/src/engine/operation';
+import { RecordStatus } from '../../packages/keystone-idempotency/src/engine/record';
+import { ReplayCache } from '../../packages/keystone-idempotency/src/engine/replay-cache';
+import { answersEarly } from '../../packages/keystone-idempotency/src/http/early-response';
+import { problemErrorHandler } from '../../packages/keystone-idempotency/src/http/error-handler';
+import {
+  type HttpIdempotencyOptions,
+  httpIdempotency,
+  type WithIdempotency,
+} from '../../packages/keystone-idempotency/src/http/idempotency';
+import { ProblemType, problemType } from '../../packages/keystone-idempotency/src/http/problem';
+import { validateJsonBody, type WithBody } from '../../packages/keystone-idempotency/src/http/validate-body';
 import { apiEvent, lambdaContext } from '../support/api-event';
 import { localClient, localDocumentClient, testDatabase } from '../support/dynamodb';
 import { type DynamoDbFaultProxy, DynamoDbTarget, startDynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';

@@ -1,8 +1,8 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod/mini';
-import { lambdaHandler } from '../../lib/http/lambda-handler';
-import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
+import { lambdaHandler } from '../../packages/keystone-idempotency/src/http/lambda-handler';
+import { validateJsonBody, type WithBody } from '../../packages/keystone-idempotency/src/http/validate-body';
 import { apiEvent, lambdaContext } from '../support/api-event';
 
 const Order = z.strictObject({ amount: z.number() });

@@ -2,13 +2,17 @@ import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
-import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
-import { ConfigurationError } from '../../lib/engine/errors';
-import { problemErrorHandler } from '../../lib/http/error-handler';
-import { HttpProblem } from '../../lib/http/errors';
-import { httpIdempotency, type WithIdempotency } from '../../lib/http/idempotency';
-import { DEFAULT_PROBLEM_TYPE_BASE, isProblemOf, ProblemType } from '../../lib/http/problem-types';
-import { validateJsonBody, type WithBody } from '../../lib/http/validate-body';
+import { DynamoDbStore, type EffectItem } from '../../packages/keystone-idempotency/src/dynamodb/store';
+import { ConfigurationError } from '../../packages/keystone-idempotency/src/engine/errors';
+import { problemErrorHandler } from '../../packages/keystone-idempotency/src/http/error-handler';
+import { HttpProblem } from '../../packages/keystone-idempotency/src/http/errors';
+import { httpIdempotency, type WithIdempotency } from '../../packages/keystone-idempotency/src/http/idempotency';
+import {
+  DEFAULT_PROBLEM_TYPE_BASE,
+  isProblemOf,
+  ProblemType,
+} from '../../packages/keystone-idempotency/src/http/problem-types';
+import { validateJsonBody, type WithBody } from '../../packages/keystone-idempotency/src/http/validate-body';
 import { apiEvent, lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
 

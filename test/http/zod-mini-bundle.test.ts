@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import { LIBRARY_SOURCE_CONDITION } from '../../lib/infra/library-source';
 
 /**
  * The package README says what `zod/mini` saves a handler that validates its body with `validateJsonBody`, against
@@ -8,7 +9,7 @@ import { build } from 'esbuild';
  * way the reference stack bundles), and holds the README's figures to the measurement.
  */
 const root = join(__dirname, '..', '..');
-const readme = readFileSync(join(root, 'package', 'README.md'), 'utf8');
+const readme = readFileSync(join(root, 'packages', 'keystone-idempotency', 'README.md'), 'utf8');
 
 const HANDLERS = {
   mini: `import { validateJsonBody } from 'keystone-idempotency/http';
@@ -28,6 +29,7 @@ async function zodKb(contents: string): Promise<number> {
   const result = await build({
     stdin: { contents, resolveDir: root, loader: 'ts' },
     bundle: true,
+    conditions: [LIBRARY_SOURCE_CONDITION],
     minify: true,
     platform: 'node',
     format: 'esm',

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IDEMPOTENCY_DISABLED_ENV } from '../../lib/engine/switch';
 import { invokeLambda } from '../../lib/local/lambda-invoke';
 import {
   SOURCE_BUNDLING,
@@ -12,6 +11,7 @@ import {
   SourceInitError,
   startSourceFunctions,
 } from '../../lib/local/source-functions';
+import { IDEMPOTENCY_DISABLED_ENV } from '../../packages/keystone-idempotency/src/engine/switch';
 import { eventually } from '../support/eventually';
 import { postgresUrl, testPostgres } from '../support/postgres';
 
@@ -61,7 +61,7 @@ const crashing = entry(
 );
 const lambdaVariables = entry(
   'lambda-variables',
-  `import { idempotencyDisabled } from ${from('lib/engine/switch')};
+  `import { idempotencyDisabled } from ${from('packages/keystone-idempotency/src/engine/switch')};
    export const handler = async (event: { checkSwitch: boolean }) => {
      if (event.checkSwitch) idempotencyDisabled();
      const { AWS_LAMBDA_FUNCTION_NAME, AWS_LAMBDA_FUNCTION_MEMORY_SIZE, AWS_REGION, AWS_ACCESS_KEY_ID, TABLE, HOME } =
@@ -250,6 +250,7 @@ describe('the bundling options', () => {
       // The SDK is bundled: nothing is left external.
       externals: LAMBDA_BUNDLING.bundleAwsSDK ? [] : ['@aws-sdk/*'],
       target: LAMBDA_RUNTIME.name.replace('nodejs', 'node').replace('.x', ''),
+      conditions: [LAMBDA_BUNDLING.esbuildArgs?.['--conditions']],
     }).toEqual({
       format: SOURCE_BUNDLING.format,
       mainFields: SOURCE_BUNDLING.mainFields,
@@ -258,6 +259,7 @@ describe('the bundling options', () => {
       sourcemap: SOURCE_BUNDLING.sourcemap,
       externals: [],
       target: SOURCE_BUNDLING.target,
+      conditions: SOURCE_BUNDLING.conditions,
     });
     expect(SOURCE_NODE_OPTIONS).toEqual(LAMBDA_NODE_OPTIONS);
   });

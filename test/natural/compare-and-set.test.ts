@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { compareAndSet, compareAndSetEffect, InvalidNaturalRequestError } from '../../lib/dynamodb';
+import {
+  compareAndSet,
+  compareAndSetEffect,
+  InvalidNaturalRequestError,
+} from '../../packages/keystone-idempotency/src/dynamodb';
 import { testDatabase } from '../support/dynamodb';
 
 const db = testDatabase();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { InvalidNaturalRequestError, putIfAbsent } from '../../lib/dynamodb';
+import { InvalidNaturalRequestError, putIfAbsent } from '../../packages/keystone-idempotency/src/dynamodb';
 import { testDatabase } from '../support/dynamodb';
 
 const db = testDatabase();

@@ -6,8 +6,11 @@ import {
   putIfAbsent as dynamodbPutIfAbsent,
   upsert as dynamodbUpsert,
   upsertEffect as dynamodbUpsertEffect,
-} from '../../lib/dynamodb';
-import { InvalidNaturalRequestError, NaturalIdempotencyError } from '../../lib/engine/errors';
+} from '../../packages/keystone-idempotency/src/dynamodb';
+import {
+  InvalidNaturalRequestError,
+  NaturalIdempotencyError,
+} from '../../packages/keystone-idempotency/src/engine/errors';
 import {
   InvalidNaturalRequestError as PostgresInvalidRequest,
   compareAndSet as postgresCompareAndSet,
@@ -15,7 +18,7 @@ import {
   putIfAbsent as postgresPutIfAbsent,
   upsert as postgresUpsert,
   upsertEffect as postgresUpsertEffect,
-} from '../../lib/postgres';
+} from '../../packages/keystone-idempotency/src/postgres';
 
 /**
  * Natural idempotency is each store's, in one shape: the same names for the same operations, each taking the store's

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { InvalidNaturalRequestError, upsert, upsertEffect } from '../../lib/dynamodb';
+import { InvalidNaturalRequestError, upsert, upsertEffect } from '../../packages/keystone-idempotency/src/dynamodb';
 import { testDatabase } from '../support/dynamodb';
 
 const db = testDatabase();

@@ -7,14 +7,14 @@ import fc from 'fast-check';
 import type { OpenAPIObject, OperationObject, ReferenceObject, RequestBodyObject } from 'openapi3-ts/oas31';
 import { en } from 'zod/locales';
 import { type $ZodType, safeParse } from 'zod/v4/core';
-import { parseIdempotencyKey } from '../../lib/engine/key';
-import { ProblemType, problemType } from '../../lib/http/problem';
 import { STAGE_NAME } from '../../lib/infra/api';
 import { openApiDocument } from '../../lib/openapi/document';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../lib/openapi/idempotency-key';
 import { PaymentProblemType, PROBLEM_TYPE_BASE } from '../../lib/payments/problems';
 import { PaymentRequest } from '../../lib/payments/schema';
 import { ChargeSucceededEvent } from '../../lib/settlement/event';
+import { parseIdempotencyKey } from '../../packages/keystone-idempotency/src/engine/key';
+import { ProblemType, problemType } from '../../packages/keystone-idempotency/src/http/problem';
 import { documentedValues } from '../support/json-schema-arbitrary';
 import { OpenApiContract } from '../support/openapi-contract';
 
@@ -192,7 +192,11 @@ async function printedDocument(variables: Record<string, string | undefined>): P
   for (const [name, value] of Object.entries(variables)) if (value === undefined) delete env[name];
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(root, 'bin', 'openapi.ts')],
+    [
+      join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
+      '--conditions=keystone-source',
+      join(root, 'bin', 'openapi.ts'),
+    ],
     { cwd: root, env, maxBuffer: 16 * 1024 * 1024 },
   );
   return JSON.parse(stdout) as OpenAPIObject;

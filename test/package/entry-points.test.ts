@@ -4,62 +4,90 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import ts from 'typescript';
+import { LIBRARY_SOURCE_CONDITION } from '../../lib/infra/library-source';
+import { LAMBDA_BUNDLING } from '../../lib/infra/service-function';
 
 /**
- * The package's entry points are written down in four places that must agree: package.json `exports` (what a
- * consumer gets), tsconfig.build.json `include` (what is built into dist/), tsconfig.json `paths` (how this
- * repository's own code resolves the package's name to the sources, for tsc, esbuild and tsx) and jest's
- * `moduleNameMapper` (the same, for jest). One forgotten list would have the reference service compile against one
- * thing and ship another.
+ * The library is a workspace package whose package.json is its published manifest. Its `exports` give each entry
+ * point twice: a `keystone-source` condition naming the TypeScript source, and the build (`types`, `default`) a
+ * customer gets. Everything in this repository that runs or compiles the service (tsc, jest, tsx, esbuild, the CDK
+ * app) resolves the library by name under that condition, so it never meets a build, stale or missing; a customer,
+ * without the condition, meets nothing else.
  */
 const root = join(__dirname, '..', '..');
-const manifest = require(join(root, 'package.json')) as { name: string; exports: Record<string, unknown> };
-const jestProjects = (
-  require(join(root, 'jest.config.js')) as { projects: { moduleNameMapper: Record<string, string> }[] }
-).projects;
-/** Every project of jest's maps the package the same way; the first stands for them all (a test checks). */
-const jestConfig = jestProjects[0]!;
+const packageRoot = join(root, 'packages', 'keystone-idempotency');
+const manifest = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as {
+  name: string;
+  exports: Record<string, string | Record<string, string>>;
+  files: string[];
+};
+const service = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+  scripts: Record<string, string>;
+  dependencies: Record<string, string>;
+  workspaces: string[];
+};
 
-function tsconfig(file: string): { compilerOptions: { paths?: Record<string, string[]> }; include: string[] } {
-  const { config, error } = ts.readConfigFile(join(root, file), ts.sys.readFile);
+function tsconfig(file: string): { compilerOptions: Record<string, unknown>; include: string[] } {
+  const { config, error } = ts.readConfigFile(file, ts.sys.readFile);
   if (error) throw new Error(ts.flattenDiagnosticMessageText(error.messageText, '\n'));
   return config;
 }
 
-/** Each entry point (`keystone-idempotency/http`) and the source folder its `exports` target is built from. */
+/** Each entry point (`keystone-idempotency/http`), its source and its build. */
 const entryPoints = Object.entries(manifest.exports)
   .filter(([subpath]) => subpath !== './package.json')
   .map(([subpath, target]) => {
-    const built = (target as { default: string }).default;
-    const folder = /^\.\/dist\/([a-z]+)\/index\.js$/.exec(built)?.[1];
-    if (!folder) throw new Error(`${subpath} points at ${built}, not at dist/<folder>/index.js`);
-    return { name: subpath === '.' ? manifest.name : `${manifest.name}/${subpath.slice(2)}`, folder };
+    if (typeof target === 'string') throw new Error(`${subpath} has no conditions`);
+    const source = target[LIBRARY_SOURCE_CONDITION];
+    const folder = source && /^\.\/src\/([a-z]+)\/index\.ts$/.exec(source)?.[1];
+    if (!folder) throw new Error(`${subpath}'s ${LIBRARY_SOURCE_CONDITION} is ${source}, not ./src/<folder>/index.ts`);
+    return {
+      name: subpath === '.' ? manifest.name : `${manifest.name}/${subpath.slice(2)}`,
+      folder,
+      source: join(packageRoot, 'src', folder, 'index.ts'),
+      target,
+    };
   });
 
-describe("the package's entry points", () => {
-  it('each have a source folder with an index, built by tsconfig.build.json', () => {
-    const built = tsconfig('tsconfig.build.json').include;
-    for (const { folder } of entryPoints) {
-      expect(existsSync(join(root, 'lib', folder, 'index.ts'))).toBe(true);
-      expect(built).toContain(`lib/${folder}`);
+describe("the library's entry points", () => {
+  it('each name a source with an index, and its build in dist/ after it', () => {
+    expect(entryPoints.length).toBeGreaterThanOrEqual(8);
+    for (const { folder, source, target } of entryPoints) {
+      expect(existsSync(source)).toBe(true);
+      // The source condition first: conditions are matched in the order written.
+      expect(Object.keys(target)).toEqual([LIBRARY_SOURCE_CONDITION, 'types', 'default']);
+      expect(target).toMatchObject({ types: `./dist/${folder}/index.d.ts`, default: `./dist/${folder}/index.js` });
     }
-    expect(new Set(built)).toEqual(new Set(entryPoints.map(({ folder }) => `lib/${folder}`)));
+    const built = tsconfig(join(packageRoot, 'tsconfig.build.json'));
+    expect(built.include).toEqual(['src']);
+    expect(built.compilerOptions).toMatchObject({ rootDir: 'src', outDir: 'dist' });
   });
 
-  it("resolve to those sources in tsconfig.json's paths, and nothing else does", () => {
-    const paths = tsconfig('tsconfig.json').compilerOptions.paths ?? {};
-    expect(paths).toEqual(
-      Object.fromEntries(entryPoints.map(({ name, folder }) => [name, [`./lib/${folder}/index.ts`]])),
-    );
+  it('are a dependency of the service by name, from the workspace, with no path aliases', () => {
+    expect(service.workspaces).toEqual(['packages/*']);
+    expect(service.dependencies[manifest.name]).toBeDefined();
+    const options = tsconfig(join(root, 'tsconfig.json')).compilerOptions;
+    expect(options.paths).toBeUndefined();
+    expect(options.customConditions).toEqual([LIBRARY_SOURCE_CONDITION]);
   });
 
-  it('resolve to those sources when esbuild bundles (the CDK functions, the bench), never to a build', async () => {
+  it('resolve to their sources in every tool that runs the service: tsx, the CDK app, esbuild, jest', () => {
+    const flag = `--conditions=${LIBRARY_SOURCE_CONDITION}`;
+    for (const script of ['start', 'processor', 'openapi', 'bench']) expect(service.scripts[script]).toContain(flag);
+    const cdk = JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')) as { app: string };
+    expect(cdk.app).toContain(flag);
+    expect(LAMBDA_BUNDLING.esbuildArgs).toEqual({ '--conditions': LIBRARY_SOURCE_CONDITION });
+    for (const { name, source } of entryPoints) expect(require.resolve(name)).toBe(source);
+  });
+
+  it('resolve to those sources when esbuild bundles as the CDK functions do, never to a build', async () => {
     const result = await build({
       stdin: { contents: entryPoints.map(({ name }) => `export * from '${name}';`).join('\n'), resolveDir: root },
       bundle: true,
       platform: 'node',
       format: 'esm',
       packages: 'bundle',
+      conditions: [LIBRARY_SOURCE_CONDITION],
       // The CDK construct's library is a deploy-time dependency, and bundling it alone takes most of a loaded
       // machine's test timeout; what is checked here is where our own names resolve.
       external: ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs'],
@@ -69,31 +97,26 @@ describe("the package's entry points", () => {
       logLevel: 'silent',
     });
     const ours = Object.keys(result.metafile.inputs).filter((input) => !input.startsWith('node_modules/'));
-    for (const { folder } of entryPoints) expect(ours).toContain(`lib/${folder}/index.ts`);
-    expect(ours.filter((input) => !/^lib\/[a-z]+\/([a-z-]+\/)*[a-z-]+\.ts$/.test(input))).toEqual(['<stdin>']);
+    for (const { folder } of entryPoints)
+      expect(ours).toContain(`packages/keystone-idempotency/src/${folder}/index.ts`);
+    expect(
+      ours.filter((input) => !/^packages\/keystone-idempotency\/src\/[a-z]+\/([a-z-]+\/)*[a-z-]+\.ts$/.test(input)),
+    ).toEqual(['<stdin>']);
   });
 
-  it('resolve to those sources under tsx (the local stack, the CDK app), never to a build', async () => {
+  it('resolve to those sources under tsx with the flag the scripts pass, never to a build', async () => {
     const resolved = entryPoints.map(({ name }) => `require.resolve(${JSON.stringify(name)})`).join(', ');
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      [require.resolve('tsx/cli'), '-e', `console.log(JSON.stringify([${resolved}]))`],
-      { cwd: root },
+      [
+        require.resolve('tsx/cli'),
+        `--conditions=${LIBRARY_SOURCE_CONDITION}`,
+        '-e',
+        `console.log(JSON.stringify([${resolved}]))`,
+      ],
+      { cwd: root, env: { ...process.env, NODE_OPTIONS: '' } },
     );
-    expect(JSON.parse(stdout)).toEqual(entryPoints.map(({ folder }) => join(root, 'lib', folder, 'index.ts')));
-  });
-
-  it("resolve to the same sources in jest's moduleNameMapper", () => {
-    const mapped = (name: string): string | undefined => {
-      for (const [pattern, target] of Object.entries(jestConfig.moduleNameMapper)) {
-        const match = new RegExp(pattern).exec(name);
-        if (match) return target.replace(/\$(\d)/g, (_, group: string) => match[Number(group)] ?? '');
-      }
-      return undefined;
-    };
-    for (const { name, folder } of entryPoints) expect(mapped(name)).toBe(`<rootDir>/lib/${folder}/index.ts`);
-    expect(mapped(`${manifest.name}/payments`)).toBeUndefined();
-    for (const project of jestProjects) expect(project.moduleNameMapper).toEqual(jestConfig.moduleNameMapper);
+    expect(JSON.parse(stdout)).toEqual(entryPoints.map(({ source }) => source));
   });
 });
 
@@ -104,19 +127,15 @@ function sources(folder: string): string[] {
     .map((file) => join(folder, file));
 }
 
-describe('the code outside the package', () => {
-  it('imports it only through its entry points, as a customer would', () => {
-    const library = new Set(entryPoints.map(({ folder }) => `lib/${folder}`));
-    const outside = ['functions', 'bin', 'lib'].flatMap(sources).filter((file) => {
-      const [, folder] = file.split('/');
-      return !(file.startsWith('lib/') && library.has(`lib/${folder}`));
-    });
+describe('the service', () => {
+  it('imports the library only through its entry points, as a customer would', () => {
+    const outside = ['functions', 'bin', 'lib'].flatMap(sources);
     expect(outside.length).toBeGreaterThan(50);
     const deep = outside.flatMap((file) => {
       const text = readFileSync(join(root, file), 'utf8');
       return [...text.matchAll(/\bfrom '(\.[^']+)'/g)]
         .map((match) => relative(root, resolve(root, dirname(file), match[1] ?? '')))
-        .filter((target) => library.has(target.split('/').slice(0, 2).join('/')))
+        .filter((target) => target.startsWith('packages/'))
         .map((target) => `${file} imports ${target}`);
     });
     expect(deep).toEqual([]);

@@ -8,8 +8,8 @@ import { DescribeTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client
 import { testDatabase } from '../support/dynamodb';
 
 /**
- * The package as a team gets it. `npm run build` assembles dist/ (the package's root: the compiled library, its
- * package.json and README) and `npm pack ./dist` makes the tarball. It is unpacked into fresh projects in a temporary
+ * The package as a team gets it. `npm run package` packs the workspace package (packages/keystone-idempotency: its
+ * prepack compiles src/ into dist/), with its own package.json, README and LICENSE. It is unpacked into fresh projects in a temporary
  * directory, where `npm install` would put it, and each project is given, linked from this repository's
  * node_modules, the package's dependencies and, of its peers, exactly those the package README lists for what the
  * project imports: no network, no registry, and anything else fails to resolve. Then:
@@ -53,9 +53,13 @@ interface Manifest {
   readonly repository?: { url: string };
 }
 
-const repositoryManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Manifest;
+const packageRoot = join(root, 'packages', 'keystone-idempotency');
+/** The library's package.json: the published manifest itself, nothing generated from it. */
+const libraryManifest = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as Manifest;
+/** The service's: private, the workspace root. */
+const serviceManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Manifest;
 const docs = {
-  package: readFileSync(join(root, 'package', 'README.md'), 'utf8'),
+  package: readFileSync(join(root, 'packages', 'keystone-idempotency', 'README.md'), 'utf8'),
   repository: readFileSync(join(root, 'README.md'), 'utf8'),
   guide: readFileSync(join(root, 'docs', 'migrating-from-powertools.md'), 'utf8'),
 };
@@ -118,11 +122,15 @@ const typechecked = { nodenext: '', bundler: '' };
  * it. The one place that knows where the published package is built from.
  */
 async function packPackage(destination: string): Promise<{ tarball: string; files: string[] }> {
-  await run(process.execPath, [require.resolve('tsx/cli'), join(root, 'bin', 'build-package.ts')], { cwd: root });
-  const packed = await run('npm', ['pack', './dist', '--json', '--offline', '--pack-destination', destination], {
-    cwd: root,
-    maxBuffer: 16 * 1024 * 1024,
-  });
+  // The workspace's prepack builds dist/ (emptied first, so nothing deleted or moved ships from an earlier build).
+  const packed = await run(
+    'npm',
+    ['pack', '-w', 'keystone-idempotency', '--json', '--offline', '--pack-destination', destination],
+    {
+      cwd: root,
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  );
   const [result] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
   if (!result) throw new Error(`npm pack said nothing: ${packed.stderr}`);
   return { tarball: join(destination, result.filename), files: result.files.map((file) => file.path).sort() };
@@ -420,23 +428,21 @@ describe('the packed package', () => {
   it('ships the compiled library with its declarations, its package.json, README and LICENSE, and nothing else', () => {
     const folders = Object.values(manifest.exports).flatMap((target) =>
       typeof target === 'object' && target !== null
-        ? [/^\.\/([a-z]+)\//.exec((target as { default: string }).default)?.[1] ?? '']
+        ? [/^\.\/dist\/([a-z]+)\//.exec((target as { default: string }).default)?.[1] ?? '']
         : [],
     );
-    const library = new RegExp(`^(${[...new Set(folders)].join('|')})/([a-z-]+/)*[a-z-]+\\.(js|d\\.ts)$`);
+    const library = new RegExp(`^dist/(${[...new Set(folders)].join('|')})/([a-z-]+/)*[a-z-]+\\.(js|d\\.ts)$`);
     expect(packedFiles.filter((path) => !library.test(path))).toEqual(['LICENSE', 'README.md', 'package.json']);
     for (const folder of folders) {
-      expect(packedFiles).toEqual(expect.arrayContaining([`${folder}/index.js`, `${folder}/index.d.ts`]));
+      expect(packedFiles).toEqual(expect.arrayContaining([`dist/${folder}/index.js`, `dist/${folder}/index.d.ts`]));
     }
   });
 
-  it("is publishable: the repository's entry points, dependencies and peers, every peer optional", async () => {
-    expect(repositoryManifest.private).toBe(true);
+  it('is publishable: its package.json as it is in the repository, every peer optional', async () => {
+    expect(serviceManifest.private).toBe(true);
     expect(manifest.private).toBeUndefined();
     expect(manifest.type).toBe('module');
-    expect(Object.keys(manifest.exports)).toEqual(Object.keys(repositoryManifest.exports));
-    expect(manifest.peerDependencies).toEqual(repositoryManifest.peerDependencies);
-    expect(manifest.dependencies).toEqual(repositoryManifest.dependencies);
+    expect(manifest).toEqual(libraryManifest);
     const peers = Object.keys(manifest.peerDependencies ?? {});
     expect(peers).toEqual(
       expect.arrayContaining(['@aws-sdk/client-dynamodb', '@middy/core', 'aws-cdk-lib', 'pg', 'zod']),
@@ -445,10 +451,14 @@ describe('the packed package', () => {
     expect(Object.keys(manifest.dependencies ?? {})).not.toContain('@middy/core');
     expect(Object.keys(manifest.dependencies ?? {})).not.toContain('pg');
     // The registry is not asked: --offline, and dist/ was just built.
-    const { stdout, stderr } = await run('npm', ['publish', './dist', '--dry-run', '--offline', '--ignore-scripts'], {
-      cwd: root,
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    const { stdout, stderr } = await run(
+      'npm',
+      ['publish', '-w', 'keystone-idempotency', '--dry-run', '--offline', '--ignore-scripts'],
+      {
+        cwd: root,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+    );
     expect(`${stdout}${stderr}`).toContain('+ keystone-idempotency@');
   });
 
@@ -458,9 +468,7 @@ describe('the packed package', () => {
     expect(readme).not.toContain('## The two commands'); // not the repository's README
     const links = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1] ?? '');
     expect(links.length).toBeGreaterThan(2);
-    const base = /^git\+(https:\/\/github\.com\/[^/]+\/[^/.]+)\.git$/.exec(
-      repositoryManifest.repository?.url ?? '',
-    )?.[1];
+    const base = /^git\+(https:\/\/github\.com\/[^/]+\/[^/.]+)\.git$/.exec(libraryManifest.repository?.url ?? '')?.[1];
     expect(base).toBeDefined();
     expect(links.filter((link) => !link.startsWith('https://') && !link.startsWith('#'))).toEqual([]);
     expect(links).toContain(`${base}/blob/main/docs/migrating-from-powertools.md`);
@@ -778,7 +786,7 @@ describe('each entry point, in a project with only the peers its row lists', () 
     await writeFile(join(dir, 'src', 'index.ts'), ENTRY_EXAMPLES['keystone-idempotency/cdk']?.source ?? '');
     await writeFile(join(dir, 'tsconfig.json'), consumerTsconfig({ types: ['node'], lib: ['es2023'] }));
     expect(await compile(dir, typescripts.current.tsc, false)).toMatch(
-      /node_modules\/keystone-idempotency\/cdk\/[a-z-]+\.d\.ts\(\d+,\d+\): error TS2307: Cannot find module 'aws-cdk-lib/,
+      /node_modules\/keystone-idempotency\/dist\/cdk\/[a-z-]+\.d\.ts\(\d+,\d+\): error TS2307: Cannot find module 'aws-cdk-lib/,
     );
   });
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Client, type Pool } from 'pg';
-import { scopedKey } from '../../lib/engine/key';
-import type { Lease, StoredResponse } from '../../lib/engine/record';
-import type { PostgresStore } from '../../lib/postgres/store';
 import { postgresPool } from '../../lib/runtime/postgres';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import type { Lease, StoredResponse } from '../../packages/keystone-idempotency/src/engine/record';
+import type { PostgresStore } from '../../packages/keystone-idempotency/src/postgres/store';
 import { FakeClock } from '../support/fake-clock';
 import { postgresUrl, testPostgres } from '../support/postgres';
 

@@ -1,4 +1,4 @@
-import { isConnectionFailure, isQueryTimeout } from '../../lib/postgres/database-errors';
+import { isConnectionFailure, isQueryTimeout } from '../../packages/keystone-idempotency/src/postgres/database-errors';
 
 /**
  * Which of pg's errors mean "the connection is gone, whether the last request landed is unknown": the store sends

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { scopedKey } from '../../lib/engine/key';
-import type { Lease, StoredResponse } from '../../lib/engine/record';
-import type { PostgresEffect, PostgresStore } from '../../lib/postgres/store';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import type { Lease, StoredResponse } from '../../packages/keystone-idempotency/src/engine/record';
+import type { PostgresEffect, PostgresStore } from '../../packages/keystone-idempotency/src/postgres/store';
 import { testPostgres } from '../support/postgres';
 import { postgresEngineRequests } from '../support/postgres-engine-requests';
 import { type PostgresFaultProxy, startPostgresFaultProxy } from '../support/postgres-fault-proxy';

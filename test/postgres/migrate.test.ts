@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MIGRATIONS, migrate, migrationSql } from '../../lib/postgres/migrate';
+import { MIGRATIONS, migrate, migrationSql } from '../../packages/keystone-idempotency/src/postgres/migrate';
 import { testPostgres } from '../support/postgres';
 
 /** The schema ships as migrations a team applies with `migrate()` (or as SQL, with its own tool), once each. */

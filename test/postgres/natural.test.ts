@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { EffectConditionFailedError, InvalidNaturalRequestError } from '../../lib/engine/errors';
-import { scopedKey } from '../../lib/engine/key';
-import { compareAndSet, compareAndSetEffect, putIfAbsent, upsert, upsertEffect } from '../../lib/postgres/natural';
+import {
+  EffectConditionFailedError,
+  InvalidNaturalRequestError,
+} from '../../packages/keystone-idempotency/src/engine/errors';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import {
+  compareAndSet,
+  compareAndSetEffect,
+  putIfAbsent,
+  upsert,
+  upsertEffect,
+} from '../../packages/keystone-idempotency/src/postgres/natural';
 import { testPostgres } from '../support/postgres';
 
 /** The documents' three, in SQL: put-if-absent, compare-and-set on a state or version, upsert. Real PostgreSQL. */

@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
-import type { OneShotOutcome } from '../../lib/engine/contract';
-import { ContendedError, EffectConditionFailedError, EffectKindError, IdempotencyError } from '../../lib/engine/errors';
-import { scopedKey } from '../../lib/engine/key';
-import { makeIdempotent } from '../../lib/engine/make-idempotent';
-import type { IdempotencyHandle } from '../../lib/engine/operation';
-import { type Lease, RecordStatus, type StoredResponse } from '../../lib/engine/record';
-import type { Queryable } from '../../lib/postgres/database';
-import { migrate } from '../../lib/postgres/migrate';
-import type { PostgresEffect, PostgresStore } from '../../lib/postgres/store';
+import type { OneShotOutcome } from '../../packages/keystone-idempotency/src/engine/contract';
+import {
+  ContendedError,
+  EffectConditionFailedError,
+  EffectKindError,
+  IdempotencyError,
+} from '../../packages/keystone-idempotency/src/engine/errors';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import { makeIdempotent } from '../../packages/keystone-idempotency/src/engine/make-idempotent';
+import type { IdempotencyHandle } from '../../packages/keystone-idempotency/src/engine/operation';
+import { type Lease, RecordStatus, type StoredResponse } from '../../packages/keystone-idempotency/src/engine/record';
+import type { Queryable } from '../../packages/keystone-idempotency/src/postgres/database';
+import { migrate } from '../../packages/keystone-idempotency/src/postgres/migrate';
+import type { PostgresEffect, PostgresStore } from '../../packages/keystone-idempotency/src/postgres/store';
 import { FakeClock } from '../support/fake-clock';
 import { testPostgres } from '../support/postgres';
 

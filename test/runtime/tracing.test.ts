@@ -59,7 +59,7 @@ function runNode(file: string, env: Record<string, string>): Promise<{ stdout: s
   return new Promise((resolve, reject) =>
     execFile(
       process.execPath,
-      [tsx, file],
+      [tsx, '--conditions=keystone-source', file],
       { env: { ...process.env, ...env }, timeout: 30_000 },
       (error, stdout, stderr) =>
         error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve({ stdout, stderr }),

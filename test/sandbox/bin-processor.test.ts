@@ -7,11 +7,15 @@ const root = join(__dirname, '..', '..');
 function startBin(env: Record<string, string>): { child: ChildProcess; url: Promise<string> } {
   // `node --import tsx` rather than the tsx CLI: one process, so a signal reaches the entry point directly
   // instead of through tsx's relay.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bin', 'processor.ts')], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--conditions=keystone-source', '--import', 'tsx', join(root, 'bin', 'processor.ts')],
+    {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const url = new Promise<string>((resolve, reject) => {
     let output = '';
     child.stdout?.on('data', (chunk: Buffer) => {

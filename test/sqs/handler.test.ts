@@ -3,15 +3,15 @@ import { FullBatchFailureError } from '@aws-lambda-powertools/batch';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
-import { ConfigurationError } from '../../lib/engine/errors';
+import { DynamoDbStore, type EffectItem } from '../../packages/keystone-idempotency/src/dynamodb/store';
+import { ConfigurationError } from '../../packages/keystone-idempotency/src/engine/errors';
 import {
   byBodyField,
   fromBody,
   makeSqsIdempotentHandler,
   recordIdentity,
   type SqsIdempotentHandlerOptions,
-} from '../../lib/sqs';
+} from '../../packages/keystone-idempotency/src/sqs';
 import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
 import { lambdaContext, recordingLogger, redelivered, resent, sqsEvent, sqsRecord } from './sqs-events';

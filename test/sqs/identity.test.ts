@@ -1,4 +1,10 @@
-import { byBodyField, byMessageAttribute, byMessageId, InvalidRecordKeyError, recordIdentity } from '../../lib/sqs';
+import {
+  byBodyField,
+  byMessageAttribute,
+  byMessageId,
+  InvalidRecordKeyError,
+  recordIdentity,
+} from '../../packages/keystone-idempotency/src/sqs';
 import { sqsRecord } from './sqs-events';
 
 describe('record keys', () => {

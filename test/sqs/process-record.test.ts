@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { compareAndSetEffect } from '../../lib/dynamodb';
-import { DynamoDbStore, type EffectItem } from '../../lib/dynamodb/store';
+import { compareAndSetEffect } from '../../packages/keystone-idempotency/src/dynamodb';
+import { DynamoDbStore, type EffectItem } from '../../packages/keystone-idempotency/src/dynamodb/store';
 import {
   EffectConditionFailedError,
   LeaseLostError,
   StagingClosedError,
   TooManyEffectsError,
-} from '../../lib/engine/errors';
-import { RecordStatus } from '../../lib/engine/record';
+} from '../../packages/keystone-idempotency/src/engine/errors';
+import { RecordStatus } from '../../packages/keystone-idempotency/src/engine/record';
 import {
   InvalidRecordKeyError,
   type ProcessRecordOptions,
   processRecordIdempotently,
   type SqsRecordContext,
-} from '../../lib/sqs';
+} from '../../packages/keystone-idempotency/src/sqs';
 import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
 import { sqsRecord } from './sqs-events';

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { FullBatchFailureError } from '@aws-lambda-powertools/batch';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DynamoDbStore } from '../../lib/dynamodb/store';
 import { createQueueWithDlq, type LocalSqs, type QueueWithDlq, startLocalSqs } from '../../lib/local/sqs';
 import { toSqsRecord } from '../../lib/local/sqs-event';
+import { DynamoDbStore } from '../../packages/keystone-idempotency/src/dynamodb/store';
 import {
   byBodyField,
   DeadLetterError,
@@ -14,7 +14,7 @@ import {
   type RecordKeySource,
   RetryLaterError,
   recordIdentity,
-} from '../../lib/sqs';
+} from '../../packages/keystone-idempotency/src/sqs';
 import { testDatabase } from '../support/dynamodb';
 import { storeHarnesses } from '../support/stores';
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Context, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
-import type { SqsLogger } from '../../lib/sqs';
+import type { SqsLogger } from '../../packages/keystone-idempotency/src/sqs';
 
 const REGION = 'us-east-1';
 const ACCOUNT = '000000000000';

@@ -1,7 +1,11 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { SQSHandler } from 'aws-lambda';
-import { DynamoDbStore } from '../../lib/dynamodb/store';
-import { makeSqsIdempotentHandler, type RecordOutcome, type SqsLogger } from '../../lib/sqs';
+import { DynamoDbStore } from '../../packages/keystone-idempotency/src/dynamodb/store';
+import {
+  makeSqsIdempotentHandler,
+  type RecordOutcome,
+  type SqsLogger,
+} from '../../packages/keystone-idempotency/src/sqs';
 import { localDocumentClient } from '../support/dynamodb';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDbStore } from '../../lib/dynamodb/store';
-import { scopedKey } from '../../lib/engine/key';
+import { DynamoDbStore } from '../../packages/keystone-idempotency/src/dynamodb/store';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
 import { localClient, localDocumentClient, testDatabase } from './dynamodb';
 import { type DynamoDbFaultProxy, matches, startDynamoDbFaultProxy } from './dynamodb-fault-proxy';
 import { engineRequests } from './engine-requests';

@@ -1,10 +1,10 @@
-import { RecordAttribute as A } from '../../lib/dynamodb/layout';
-import { RecordStatus } from '../../lib/engine/record';
+import { RecordAttribute as A } from '../../packages/keystone-idempotency/src/dynamodb/layout';
+import { RecordStatus } from '../../packages/keystone-idempotency/src/engine/record';
 import { type DynamoDbRequestBody, DynamoDbTarget, type RequestMatcher } from './dynamodb-fault-proxy';
 
 /**
  * The idempotency engine's requests as DynamoDB sees them, by step: the one place that knows what a claim, a
- * takeover, a commit and a release look like on the wire (lib/engine/store.ts writes them).
+ * takeover, a commit and a release look like on the wire (packages/keystone-idempotency/src/engine/store.ts writes them).
  *
  * They are told apart by facts that survive the engine's growth: the operation, the table, the record's key and,
  * for an update, the status it sets. Never by expression strings or the set of attributes written: those change

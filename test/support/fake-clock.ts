@@ -1,4 +1,4 @@
-import type { Clock } from '../../lib/engine/clock';
+import type { Clock } from '../../packages/keystone-idempotency/src/engine/clock';
 
 /** A clock that moves only when told to. */
 export class FakeClock implements Clock {

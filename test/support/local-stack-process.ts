@@ -97,7 +97,11 @@ function spawnStack(env: Record<string, string>): ChildProcess {
   const root = join(__dirname, '..', '..');
   return spawn(
     process.execPath,
-    [join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(root, 'bin', 'local.ts')],
+    [
+      join(root, 'node_modules', 'tsx', 'dist', 'cli.mjs'),
+      '--conditions=keystone-source',
+      join(root, 'bin', 'local.ts'),
+    ],
     {
       cwd: root,
       env: { ...process.env, ...env },

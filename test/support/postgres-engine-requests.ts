@@ -1,10 +1,10 @@
-import { splitScopedKey } from '../../lib/engine/key';
-import { RecordStatus } from '../../lib/engine/record';
+import { splitScopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import { RecordStatus } from '../../packages/keystone-idempotency/src/engine/record';
 import type { RequestMatcher, WireRequest } from './postgres-fault-proxy';
 
 /**
  * The PostgreSQL store's requests as the wire shows them, by step: the one place that knows what a claim, a
- * takeover, a commit and a release look like there (lib/postgres/statements.ts writes them), as
+ * takeover, a commit and a release look like there (packages/keystone-idempotency/src/postgres/statements.ts writes them), as
  * test/support/engine-requests.ts does for DynamoDB. Told apart by the statement's kind and the record's key among
  * its parameters; if a step changes shape, its matcher stops matching, the fault never fires, and the test that
  * armed it fails on `fired()`.

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Pool, type PoolConfig } from 'pg';
 import { RoundTrips } from '../../bench/pg-meter';
-import { migrate } from '../../lib/postgres/migrate';
-import { PostgresStore, type PostgresStoreOptions } from '../../lib/postgres/store';
+import { migrate } from '../../packages/keystone-idempotency/src/postgres/migrate';
+import { PostgresStore, type PostgresStoreOptions } from '../../packages/keystone-idempotency/src/postgres/store';
 
 /** The PostgreSQL the jest global setup started. */
 export function postgresUrl(): string {

@@ -1,10 +1,10 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { Pool } from 'pg';
-import { DynamoDbStore } from '../../lib/dynamodb/store';
-import type { IdempotencyStore } from '../../lib/engine/contract';
 import type { StoreKind } from '../../lib/payments/config';
 import type { Payment } from '../../lib/payments/schema';
-import { PostgresStore } from '../../lib/postgres/store';
+import { DynamoDbStore } from '../../packages/keystone-idempotency/src/dynamodb/store';
+import type { IdempotencyStore } from '../../packages/keystone-idempotency/src/engine/contract';
+import { PostgresStore } from '../../packages/keystone-idempotency/src/postgres/store';
 import { localDocumentClient } from './dynamodb';
 
 /**

@@ -1,25 +1,25 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { fromItem } from '../../lib/dynamodb/codec';
+import { idempotencyTable } from '../../lib/tables/definitions';
+import { fromItem } from '../../packages/keystone-idempotency/src/dynamodb/codec';
 import {
   DEFAULT_MAX_RESPONSE_BYTES as DYNAMODB_MAX_RESPONSE,
   DynamoDbStore,
   type EffectItem,
-} from '../../lib/dynamodb/store';
-import type { Clock } from '../../lib/engine/clock';
-import type { IdempotencyStore } from '../../lib/engine/contract';
-import { splitScopedKey } from '../../lib/engine/key';
-import type { IdempotencyRecord } from '../../lib/engine/record';
-import { fromJson, type RecordJson } from '../../lib/postgres/codec';
-import { migrate } from '../../lib/postgres/migrate';
-import { recordJson, tableNames } from '../../lib/postgres/schema';
+} from '../../packages/keystone-idempotency/src/dynamodb/store';
+import type { Clock } from '../../packages/keystone-idempotency/src/engine/clock';
+import type { IdempotencyStore } from '../../packages/keystone-idempotency/src/engine/contract';
+import { splitScopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import type { IdempotencyRecord } from '../../packages/keystone-idempotency/src/engine/record';
+import { fromJson, type RecordJson } from '../../packages/keystone-idempotency/src/postgres/codec';
+import { migrate } from '../../packages/keystone-idempotency/src/postgres/migrate';
+import { recordJson, tableNames } from '../../packages/keystone-idempotency/src/postgres/schema';
 import {
   DEFAULT_MAX_RESPONSE_BYTES as POSTGRES_MAX_RESPONSE,
   type PostgresEffect,
   PostgresStore,
-} from '../../lib/postgres/store';
-import { idempotencyTable } from '../../lib/tables/definitions';
+} from '../../packages/keystone-idempotency/src/postgres/store';
 import { createTestTable, localClient, localDocumentClient, testDatabase } from './dynamodb';
 import { type DynamoDbFaultProxy, startDynamoDbFaultProxy } from './dynamodb-fault-proxy';
 import { engineRequests } from './engine-requests';

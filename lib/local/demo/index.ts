@@ -7,7 +7,7 @@ import { demoRoutes } from './routes';
 /**
  * The double-tap demo page, served by the local stack at `/`: a Pay button that fires two POSTs at once, a switch
  * between one key per payment and a new key per request, a flaky-network switch, and a charge counter read from
- * the sandbox processor's ledger. The page uses the retry-safe client from lib/client.
+ * the sandbox processor's ledger. The page uses the retry-safe client from packages/keystone-idempotency/src/client.
  *
  * Local only, by construction: the demo account and its key exist only in the local stack's table, and only
  * lib/local/stack.ts mounts these routes.

@@ -1,12 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import { LIBRARY_SOURCE_CONDITION } from '../../infra/library-source';
 
 /** The page's three files, ready to serve. */
 export interface PageAssets {
   readonly html: string;
   readonly css: string;
-  /** `page/main.ts` and what it imports (the client in lib/client, ky), bundled for the browser. */
+  /** `page/main.ts` and what it imports (the client in packages/keystone-idempotency/src/client, ky), bundled for the browser. */
   readonly script: string;
 }
 
@@ -14,7 +15,7 @@ const PAGE_DIR = join(__dirname, 'page');
 
 /**
  * Bundles the page's script with esbuild at start (about 100 ms), so the page always runs the client as it is in
- * lib/client, never a stale or copied build. `platform: 'browser'` makes a Node built-in anywhere in that code a
+ * packages/keystone-idempotency/src/client, never a stale or copied build. `platform: 'browser'` makes a Node built-in anywhere in that code a
  * build error rather than a broken page.
  */
 export async function buildPageAssets(): Promise<PageAssets> {
@@ -25,6 +26,7 @@ export async function buildPageAssets(): Promise<PageAssets> {
       entryPoints: [join(PAGE_DIR, 'main.ts')],
       tsconfig: join(PAGE_DIR, 'tsconfig.json'),
       bundle: true,
+      conditions: [LIBRARY_SOURCE_CONDITION],
       platform: 'browser',
       format: 'esm',
       target: 'es2022',

@@ -10,7 +10,7 @@ import type { DemoCharges, DemoConfig, DemoHold } from './wire';
  * local gateway has no CORS, like the deployed API), and the sandbox's ledger and faults live on another port.
  *
  *   GET    /                  the page
- *   GET    /demo/app.js       its script: page/main.ts with lib/client, bundled
+ *   GET    /demo/app.js       its script: page/main.ts with packages/keystone-idempotency/src/client, bundled
  *   GET    /demo/styles.css
  *   GET    /demo/config       the demo account's id and API key
  *   GET    /demo/charges      the processor's charges for the demo account (its ledger, filtered)

@@ -103,7 +103,7 @@ describe('buildPageAssets', () => {
     expect(built.html).toContain('<script type="module" src="/demo/app.js">');
     // The inline source map names its sources.
     expect(built.script).toContain('lib/payments/client/payments-client.ts');
-    expect(built.script).toContain('lib/client/operation.ts');
+    expect(built.script).toContain('packages/keystone-idempotency/src/client/operation.ts');
     expect(built.script).toContain('Idempotency-Key');
     expect(built.script).not.toMatch(/\brequire\(/);
   });

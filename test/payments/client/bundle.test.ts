@@ -1,5 +1,6 @@
 import { join, relative } from 'node:path';
 import { build } from 'esbuild';
+import { LIBRARY_SOURCE_CONDITION } from '../../../lib/infra/library-source';
 
 /**
  * The payments client runs in the demo page as it is: bundled for the browser, it pulls in the library's client (by
@@ -13,6 +14,7 @@ describe('the payments client bundle', () => {
     const result = await build({
       entryPoints: [join(root, 'lib', 'payments', 'client', 'index.ts')],
       bundle: true,
+      conditions: [LIBRARY_SOURCE_CONDITION],
       platform: 'browser',
       format: 'esm',
       target: 'es2022',
@@ -21,15 +23,20 @@ describe('the payments client bundle', () => {
       logLevel: 'silent',
     });
     const inputs = Object.keys(result.metafile.inputs).map((input) => relative(root, join(root, input)));
-    expect(inputs).toEqual(expect.arrayContaining(['lib/client/index.ts', 'lib/payments/payment-schema.ts']));
+    expect(inputs).toEqual(
+      expect.arrayContaining(['packages/keystone-idempotency/src/client/index.ts', 'lib/payments/payment-schema.ts']),
+    );
     const others = inputs.filter(
-      (input) => !/^(lib\/client\/|lib\/payments\/client\/|node_modules\/(ky|zod)\/)/.test(input),
+      (input) =>
+        !/^(packages\/keystone-idempotency\/src\/client\/|lib\/payments\/client\/|node_modules\/(ky|zod)\/)/.test(
+          input,
+        ),
     );
     // Not schema.ts: the request's rules need the server's SQS text rule; the answer's schema needs nothing but zod.
     expect(others.sort()).toEqual([
-      'lib/http/problem-types.ts',
       'lib/payments/payment-schema.ts',
       'lib/payments/problem-types.ts',
+      'packages/keystone-idempotency/src/http/problem-types.ts',
     ]);
   });
 });

@@ -1,10 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
-import type { ClaimOutcome, DueOperation } from '../../../lib/engine/contract';
-import { LeaseLostError } from '../../../lib/engine/errors';
-import type { Lease } from '../../../lib/engine/record';
-import { RecordStatus } from '../../../lib/engine/record';
-import { type RecoveryResolver, recoverDue } from '../../../lib/engine/recovery';
+import type { ClaimOutcome, DueOperation } from '../../../packages/keystone-idempotency/src/engine/contract';
+import { LeaseLostError } from '../../../packages/keystone-idempotency/src/engine/errors';
+import type { Lease } from '../../../packages/keystone-idempotency/src/engine/record';
+import { RecordStatus } from '../../../packages/keystone-idempotency/src/engine/record';
+import { type RecoveryResolver, recoverDue } from '../../../packages/keystone-idempotency/src/engine/recovery';
 import { checkConformance, checkSafety, expectCommittedResponse } from './invariants';
 import {
   expectClaim,

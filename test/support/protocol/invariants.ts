@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { RecordStatus, type StoredResponse } from '../../../lib/engine/record';
+import { RecordStatus, type StoredResponse } from '../../../packages/keystone-idempotency/src/engine/record';
 import type { ModelRecord, ProtocolModel } from './reference-model';
 import type { EffectRow, ProtocolSystem, Snapshot, StoredItem } from './system';
 

@@ -1,10 +1,14 @@
-import { type Lease, RecordStatus, type StoredResponse } from '../../../lib/engine/record';
+import {
+  type Lease,
+  RecordStatus,
+  type StoredResponse,
+} from '../../../packages/keystone-idempotency/src/engine/record';
 import type { Charge } from './outside-processor';
 
 /**
  * The protocol as the README states it, written again from scratch and kept deliberately naive, for a model-based
  * test to hold the engine against: what each record must hold after each step, and what each call must answer.
- * It shares no code with lib/engine (a bug there must not be mirrored here); only the record's vocabulary.
+ * It shares no code with packages/keystone-idempotency/src/engine (a bug there must not be mirrored here); only the record's vocabulary.
  */
 
 /** What a record must hold, field for field. Times as the engine stores them: ms, except `expiresAt` (s, TTL). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { IdempotencyStore } from '../../../lib/engine/contract';
-import type { Lease, StoredResponse } from '../../../lib/engine/record';
+import type { IdempotencyStore } from '../../../packages/keystone-idempotency/src/engine/contract';
+import type { Lease, StoredResponse } from '../../../packages/keystone-idempotency/src/engine/record';
 import { FakeClock } from '../fake-clock';
 import type { Charge } from './outside-processor';
 import { OutsideProcessor } from './outside-processor';

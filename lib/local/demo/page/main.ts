@@ -6,7 +6,7 @@ import { doubleTap, type TapSettings } from './tap';
 
 /**
  * The double-tap demo: wires the page's controls to the payments client (lib/payments/client, on the library's
- * retry-safe client in lib/client, both bundled as they are) and to the local stack's demo routes. The charge counter only ever shows what the processor's ledger says.
+ * retry-safe client in packages/keystone-idempotency/src/client, both bundled as they are) and to the local stack's demo routes. The charge counter only ever shows what the processor's ledger says.
  */
 const PAYMENT: NewPayment = { amount: 4200, currency: 'usd', source: 'tok_visa', description: 'Double-tap demo' };
 

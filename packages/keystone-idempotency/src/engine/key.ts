@@ -50,7 +50,7 @@ export function assertStorableKeyPart(value: string, what: string): void {
 
 /**
  * Refuses a stored key that a store could not keep as it is, or that is longer than `MAX_STORED_KEY_BYTES` (2048):
- * the check every store's claim, takeover, resume and one-shot commit pass through (`lib/engine/ownership.ts`), so two
+ * the check every store's claim, takeover, resume and one-shot commit pass through (`src/engine/ownership.ts`), so two
  * distinct keys never become one stored key, whichever adapter (or direct caller) made them.
  *
  * @throws {InvalidKeyError} `unstorable_characters`, `too_long` or `empty`.

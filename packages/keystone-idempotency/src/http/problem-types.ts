@@ -7,7 +7,7 @@
  * service sets its own base (`problemErrorHandler({ problemTypeBase })`). It names the problem; it is not a page to
  * fetch. Clients switch on the slug, which is the same under any base ({@link adapterProblemOf}).
  *
- * Plain data with no imports: the browser client (lib/client) takes its list from this one.
+ * Plain data with no imports: the browser client (src/client) takes its list from this one.
  */
 
 /** The base the adapter's problem types are under unless the service sets its own. */
