@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { startApiGateway } from '@keystone-idempotency/local-aws/api-gateway';
+import type { LocalLog } from '@keystone-idempotency/local-aws/log';
+import { startSourceFunctions } from '@keystone-idempotency/local-aws/source-functions';
 import autocannon from 'autocannon';
-import { startApiGateway } from '../lib/local/api-gateway';
-import type { LocalLog } from '../lib/local/log';
-import { startSourceFunctions } from '../lib/local/source-functions';
 import { type LocalStack, startLocalStack } from '../lib/local/stack';
 import { type Sandbox, startSandbox } from '../lib/sandbox/processor';
 import { interleave, type LatencySummary, now, summarize } from './measure';
@@ -114,7 +114,7 @@ export async function measureHttp(options: HttpOptions): Promise<HttpResult> {
 /**
  * The same POST /payments route, authorizer and timeouts as the local stack, with the no-idempotency handler. Its
  * functions run the way the stack runs its own, from their sources bundled and run in execution environments
- * (lib/local/source-functions.ts), so that both APIs pay the same hop from the gateway to the handler.
+ * (packages/local-aws/src/source-functions.ts), so that both APIs pay the same hop from the gateway to the handler.
  */
 async function startPlainApi(stack: LocalStack, processorUrl: string, log: LocalLog): Promise<PlainApi> {
   const functions = await startSourceFunctions({

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { dynamoDbLocalJar } from '../lib/local/dynamodb-local';
+import { dynamoDbLocalJar } from '@keystone-idempotency/local-aws/dynamodb-local';
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '..');

@@ -25,8 +25,8 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { type DynamoDbLocal, startDynamoDbLocal } from '../lib/local/dynamodb-local';
-import type { PostgresLocal } from '../lib/local/postgres-local';
+import { type DynamoDbLocal, startDynamoDbLocal } from '@keystone-idempotency/local-aws/dynamodb-local';
+import type { PostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
 import { calibrate } from './calibration';
 import { renderChart } from './chart';
 import { type ColdStartResult, measureColdStart } from './cold-start';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { freePort } from '../lib/local/free-port';
-import type { LocalLog } from '../lib/local/log';
+import { freePort } from '@keystone-idempotency/local-aws/free-port';
+import type { LocalLog } from '@keystone-idempotency/local-aws/log';
 import { type LocalStack, startLocalStack } from '../lib/local/stack';
 import { dynamoDbConfig } from '../lib/runtime/clients';
 import { type Sandbox, startSandbox } from '../lib/sandbox/processor';
@@ -162,7 +162,7 @@ async function chargeToSettled({ stack, db, chargedAt }: Run, payments: readonly
  */
 if (require.main === module) {
   void (async () => {
-    const { startDynamoDbLocal } = await import('../lib/local/dynamodb-local');
+    const { startDynamoDbLocal } = await import('@keystone-idempotency/local-aws/dynamodb-local');
     const db = await startDynamoDbLocal();
     try {
       const result = await measureSettlement({

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { type PostgresLocal, startPostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
 import { Pool } from 'pg';
-import { type PostgresLocal, startPostgresLocal } from '../lib/local/postgres-local';
 import { migrateService, PostgresPayments } from '../lib/payments/postgres';
 import { fingerprint } from '../packages/keystone-idempotency/src/engine/fingerprint';
 import { scopedKey } from '../packages/keystone-idempotency/src/engine/key';
@@ -136,7 +136,7 @@ export interface StoresResult {
 }
 
 /**
- * PostgreSQL for the benchmark: the throwaway server the tests use (lib/local/postgres-local.ts: no fsync, as DynamoDB
+ * PostgreSQL for the benchmark: the throwaway server the tests use (packages/local-aws/src/postgres-local.ts: no fsync, as DynamoDB
  * Local keeps its tables in memory), with room for every variant's pool of 50 at once.
  */
 export function startBenchPostgres(): Promise<PostgresLocal> {
@@ -561,7 +561,7 @@ function summarizeStorm(variant: StoreVariant, kind: 'local' | 'outside', rounds
  */
 if (require.main === module) {
   void (async () => {
-    const { startDynamoDbLocal } = await import('../lib/local/dynamodb-local');
+    const { startDynamoDbLocal } = await import('@keystone-idempotency/local-aws/dynamodb-local');
     const [db, postgres] = await Promise.all([startDynamoDbLocal(), startBenchPostgres()]);
     try {
       const result = await measureStores({

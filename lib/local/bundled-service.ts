@@ -1,7 +1,11 @@
 import { basename } from 'node:path';
+import {
+  type BundledFunction,
+  type BundledFunctionOptions,
+  startBundledFunction,
+} from '@keystone-idempotency/local-aws/bundled-function';
 import { serviceFunctions } from '../infra/functions';
 import { bundledEnvironment, type LocalValues } from './bundled-environment';
-import { type BundledFunction, type BundledFunctionOptions, startBundledFunction } from './bundled-function';
 import type { DeployedStack } from './cloud-assembly';
 import { localName } from './service-definitions';
 import type { RunningFunctions } from './service-functions';

@@ -1,5 +1,5 @@
+import type { Route } from '@keystone-idempotency/local-aws/api-gateway-routes';
 import { openApiDocument } from '../openapi/document';
-import type { Route } from './api-gateway-routes';
 
 /**
  * GET /openapi.json on the local API: the contract, generated at start from the schemas the handlers use, with this

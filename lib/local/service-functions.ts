@@ -1,16 +1,21 @@
 import { join } from 'node:path';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { Route, TokenAuthorizerConfig } from '@keystone-idempotency/local-aws/api-gateway';
+import type { HttpApiRoute, RequestAuthorizerConfig } from '@keystone-idempotency/local-aws/http-api';
+import type { LambdaHandler } from '@keystone-idempotency/local-aws/lambda-invoke';
+import type { LocalLog } from '@keystone-idempotency/local-aws/log';
+import { type Schedule, startSchedule } from '@keystone-idempotency/local-aws/schedule';
+import {
+  bundleSources,
+  type SourceBundle,
+  startSourceFunctions,
+} from '@keystone-idempotency/local-aws/source-functions';
+import type { QueueWithDlq } from '@keystone-idempotency/local-aws/sqs';
+import { type SqsPoller, startSqsPoller } from '@keystone-idempotency/local-aws/sqs-poller';
 import { type FunctionSpec, serviceFunctions } from '../infra/functions';
+import { LIBRARY_SOURCE_CONDITION } from '../infra/library-source';
 import { storeKind } from '../payments/config';
-import type { Route, TokenAuthorizerConfig } from './api-gateway';
-import type { HttpApiRoute, RequestAuthorizerConfig } from './http-api';
-import type { LambdaHandler } from './lambda-invoke';
-import type { LocalLog } from './log';
-import { type Schedule, startSchedule } from './schedule';
 import { localName, onlyTriggeredBy, triggeredBy } from './service-definitions';
-import { bundleSources, type SourceBundle, startSourceFunctions } from './source-functions';
-import type { QueueWithDlq } from './sqs';
-import { type SqsPoller, startSqsPoller } from './sqs-poller';
 import type { StackSettings } from './stack-settings';
 
 /**
@@ -62,6 +67,8 @@ export function bundleServiceSources(settings: Readonly<Record<string, string | 
     functions: serviceFunctions.map((spec) => ({ name: localName(spec), entry: join(ROOT, spec.entry) })),
     tsconfig: join(ROOT, 'tsconfig.json'),
     define: sourceDefines(settings),
+    // The library by name, to its sources, as the deployment's bundling resolves it (LAMBDA_BUNDLING's esbuildArgs).
+    conditions: [LIBRARY_SOURCE_CONDITION],
   });
 }
 

@@ -2,6 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { startApiGateway } from '@keystone-idempotency/local-aws/api-gateway';
+import { startDynamoDbLocal } from '@keystone-idempotency/local-aws/dynamodb-local';
+import { freePort } from '@keystone-idempotency/local-aws/free-port';
+import { startHttpApi } from '@keystone-idempotency/local-aws/http-api';
+import { consoleLog, type LocalLog } from '@keystone-idempotency/local-aws/log';
+import type { SourceBundle } from '@keystone-idempotency/local-aws/source-functions';
+import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from '@keystone-idempotency/local-aws/sqs';
 import { IDEMPOTENCY_DISABLED_ENV } from 'keystone-idempotency';
 import { type ApiKeyDirectory, generateApiKey, parseApiKeyList } from '../payments/api-keys';
 import { ApiKeys } from '../payments/api-keys-dynamodb';
@@ -12,13 +19,8 @@ import { sqsClient } from '../settlement/config';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ensureTable } from '../tables/ensure';
 import { type Timings, timingViolations } from '../timing/timing';
-import { startApiGateway } from './api-gateway';
 import type { DeployedStack } from './cloud-assembly';
 import { prepareDemo } from './demo';
-import { startDynamoDbLocal } from './dynamodb-local';
-import { freePort } from './free-port';
-import { startHttpApi } from './http-api';
-import { consoleLog, type LocalLog } from './log';
 import { openApiRoute } from './openapi-route';
 import { ensurePortsFree, portFromEnv } from './ports';
 import {
@@ -31,8 +33,6 @@ import {
   startSettlementConsumer,
   startSourceService,
 } from './service-functions';
-import type { SourceBundle } from './source-functions';
-import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from './sqs';
 import { deployedSettings, type StackSettings, stackSettings, timingsOf } from './stack-settings';
 
 type Env = Record<string, string | undefined>;
@@ -391,7 +391,7 @@ async function startPostgres(
   log: LocalLog,
   bundled?: BundledDatabase,
 ): Promise<StartingDatabase> {
-  const { startPostgresLocal } = await import('./postgres-local');
+  const { startPostgresLocal } = await import('@keystone-idempotency/local-aws/postgres-local');
   const { migrateService, PostgresApiKeys } = await import('../payments/postgres');
   const { provisionRoles } = await import('../payments/postgres-roles');
   const { Pool } = await import('pg');

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { freePort } from '@keystone-idempotency/local-aws/free-port';
 import { Pool } from 'pg';
-import { freePort } from '../../lib/local/free-port';
 import { STACK_POOL_NAME } from '../../lib/local/stack';
 import { IDEMPOTENCY_DISABLED_ENV } from '../../packages/keystone-idempotency/src/engine/switch';
 import { localClient } from '../support/dynamodb';

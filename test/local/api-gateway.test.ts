@@ -1,3 +1,9 @@
+import {
+  type ApiGateway,
+  type Route,
+  startApiGateway,
+  type TokenAuthorizer,
+} from '@keystone-idempotency/local-aws/api-gateway';
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayProxyEvent,
@@ -5,7 +11,6 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda';
-import { type ApiGateway, type Route, startApiGateway, type TokenAuthorizer } from '../../lib/local/api-gateway';
 import { eventually, rawRequest, recordingLog } from './support';
 
 const METHOD_ARN_PREFIX = 'arn:aws:execute-api:local:000000000000:local/local';

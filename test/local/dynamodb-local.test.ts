@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import { type DynamoDbLocal, startDynamoDbLocal } from '../../lib/local/dynamodb-local';
+import { type DynamoDbLocal, startDynamoDbLocal } from '@keystone-idempotency/local-aws/dynamodb-local';
 import { localClient } from '../support/dynamodb';
 
 /** Its own JVM (not the run's shared one), so the test can look at the process it started. Linux: reads /proc. */

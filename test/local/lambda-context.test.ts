@@ -1,5 +1,5 @@
-import { createLambdaContext } from '../../lib/local/lambda-context';
-import { invokeLambda } from '../../lib/local/lambda-invoke';
+import { createLambdaContext } from '@keystone-idempotency/local-aws/lambda-context';
+import { invokeLambda } from '@keystone-idempotency/local-aws/lambda-invoke';
 
 describe('createLambdaContext', () => {
   it('counts the remaining time down from the function timeout, and stops at zero', () => {

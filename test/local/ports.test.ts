@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:net';
-import { freePort } from '../../lib/local/free-port';
+import { freePort } from '@keystone-idempotency/local-aws/free-port';
 import { ensurePortsFree, portFromEnv } from '../../lib/local/ports';
 
 describe('portFromEnv', () => {

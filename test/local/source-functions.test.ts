@@ -3,21 +3,21 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { invokeLambda } from '../../lib/local/lambda-invoke';
+import { invokeLambda } from '@keystone-idempotency/local-aws/lambda-invoke';
 import {
   SOURCE_BUNDLING,
   SOURCE_NODE_OPTIONS,
   type SourceFunctions,
   SourceInitError,
   startSourceFunctions,
-} from '../../lib/local/source-functions';
+} from '@keystone-idempotency/local-aws/source-functions';
 import { IDEMPOTENCY_DISABLED_ENV } from '../../packages/keystone-idempotency/src/engine/switch';
 import { eventually } from '../support/eventually';
 import { postgresUrl, testPostgres } from '../support/postgres';
 
 /**
  * Functions run from their TypeScript sources, bundled with esbuild as the deployment bundles them and run in
- * execution environments as the deployed bundles are (lib/local/bundled-function.ts): what they read from
+ * execution environments as the deployed bundles are (packages/local-aws/src/bundled-function.ts): what they read from
  * `process.env` is the environment they were given under Lambda's own variables, errors come back as Lambda reports
  * them with stack traces in the TypeScript sources, a crash ends only its environment, an entry that can't load
  * stops the start, and an invocation past its timeout is stopped, with what it held.
@@ -250,7 +250,6 @@ describe('the bundling options', () => {
       // The SDK is bundled: nothing is left external.
       externals: LAMBDA_BUNDLING.bundleAwsSDK ? [] : ['@aws-sdk/*'],
       target: LAMBDA_RUNTIME.name.replace('nodejs', 'node').replace('.x', ''),
-      conditions: [LAMBDA_BUNDLING.esbuildArgs?.['--conditions']],
     }).toEqual({
       format: SOURCE_BUNDLING.format,
       mainFields: SOURCE_BUNDLING.mainFields,
@@ -259,7 +258,6 @@ describe('the bundling options', () => {
       sourcemap: SOURCE_BUNDLING.sourcemap,
       externals: [],
       target: SOURCE_BUNDLING.target,
-      conditions: SOURCE_BUNDLING.conditions,
     });
     expect(SOURCE_NODE_OPTIONS).toEqual(LAMBDA_NODE_OPTIONS);
   });

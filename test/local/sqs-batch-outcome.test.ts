@@ -1,14 +1,14 @@
+import { judgeBatch, recordsToDelete } from '@keystone-idempotency/local-aws/sqs-batch-outcome';
 import type { SQSRecord } from 'aws-lambda';
-import { recordsToDelete, settleBatch } from '../../lib/local/sqs-batch-outcome';
 
 const records = ['m-1', 'm-2', 'm-3'].map((messageId) => ({ messageId }) as SQSRecord);
 
 function deleted(value: unknown, reportBatchItemFailures = true): string[] {
-  const settlement = settleBatch({ kind: 'returned', value }, records, reportBatchItemFailures);
-  return recordsToDelete(settlement, records).map((record) => record.messageId);
+  const verdict = judgeBatch({ kind: 'returned', value }, records, reportBatchItemFailures);
+  return recordsToDelete(verdict, records).map((record) => record.messageId);
 }
 
-describe('settleBatch', () => {
+describe('judgeBatch', () => {
   it.each([
     ['undefined', undefined],
     ['null', null],
@@ -34,8 +34,8 @@ describe('settleBatch', () => {
   });
 
   it('fails the whole batch on an error or a timeout', () => {
-    const threw = settleBatch({ kind: 'threw', error: new Error('x') }, records, true);
-    const timedOut = settleBatch({ kind: 'timed-out', timeoutMs: 100 }, records, true);
+    const threw = judgeBatch({ kind: 'threw', error: new Error('x') }, records, true);
+    const timedOut = judgeBatch({ kind: 'timed-out', timeoutMs: 100 }, records, true);
 
     expect(recordsToDelete(threw, records)).toEqual([]);
     expect(recordsToDelete(timedOut, records)).toEqual([]);

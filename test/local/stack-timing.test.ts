@@ -1,4 +1,4 @@
-import { silentLog } from '../../lib/local/log';
+import { silentLog } from '@keystone-idempotency/local-aws/log';
 import { localTimings, startLocalStack } from '../../lib/local/stack';
 import { timingViolations } from '../../lib/timing/timing';
 

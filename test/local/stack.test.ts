@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { silentLog } from '../../lib/local/log';
+import { silentLog } from '@keystone-idempotency/local-aws/log';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack';
 import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
 import { localDocumentClient } from '../support/dynamodb';

@@ -1,6 +1,6 @@
 import { CreateQueueCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { type LocalSqs, startLocalSqs } from '@keystone-idempotency/local-aws/sqs';
 import fc from 'fast-check';
-import { type LocalSqs, startLocalSqs } from '../../lib/local/sqs';
 import { SQS_TEXT, sqsMessageBody } from '../../packages/keystone-idempotency/src/sqs';
 
 /** XML 1.0's Char production, code point by code point: the definition the pattern and the encoder must meet. */

@@ -1,9 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { FullBatchFailureError } from '@aws-lambda-powertools/batch';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import {
+  createQueueWithDlq,
+  type LocalSqs,
+  type QueueWithDlq,
+  startLocalSqs,
+} from '@keystone-idempotency/local-aws/sqs';
+import { toSqsRecord } from '@keystone-idempotency/local-aws/sqs-event';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { createQueueWithDlq, type LocalSqs, type QueueWithDlq, startLocalSqs } from '../../lib/local/sqs';
-import { toSqsRecord } from '../../lib/local/sqs-event';
 import { DynamoDbStore } from '../../packages/keystone-idempotency/src/dynamodb/store';
 import {
   byBodyField,

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { GetQueueAttributesCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { freePort } from '@keystone-idempotency/local-aws/free-port';
+import { type LocalSqs, startLocalSqs } from '@keystone-idempotency/local-aws/sqs';
 import { Pool } from 'pg';
-import { freePort } from '../../lib/local/free-port';
-import { type LocalSqs, startLocalSqs } from '../../lib/local/sqs';
 import type { StoreKind } from '../../lib/payments/config';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { eventually } from './eventually';

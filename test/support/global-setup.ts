@@ -1,5 +1,5 @@
-import { type DynamoDbLocal, startDynamoDbLocal } from '../../lib/local/dynamodb-local';
-import { type PostgresLocal, startPostgresLocal } from '../../lib/local/postgres-local';
+import { type DynamoDbLocal, startDynamoDbLocal } from '@keystone-idempotency/local-aws/dynamodb-local';
+import { type PostgresLocal, startPostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
 
 /**
  * One DynamoDB Local and one PostgreSQL for the whole run, each on a free port, started side by side. Workers inherit

@@ -1,5 +1,5 @@
-import type { DynamoDbLocal } from '../../lib/local/dynamodb-local';
-import type { PostgresLocal } from '../../lib/local/postgres-local';
+import type { DynamoDbLocal } from '@keystone-idempotency/local-aws/dynamodb-local';
+import type { PostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
 
 export default async function globalTeardown(): Promise<void> {
   const started = globalThis as { __dynamoDbLocal__?: DynamoDbLocal; __postgresLocal__?: PostgresLocal };

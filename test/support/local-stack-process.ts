@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { freePort } from '../../lib/local/free-port';
+import { freePort } from '@keystone-idempotency/local-aws/free-port';
 
 export interface StackProcess {
   /** The REST API's URL. */

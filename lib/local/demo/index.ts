@@ -1,5 +1,5 @@
+import type { Route } from '@keystone-idempotency/local-aws/api-gateway';
 import { type ApiKeyDirectory, generateApiKey } from '../../payments/api-keys';
-import type { Route } from '../api-gateway';
 import { buildPageAssets } from './page-assets';
 import { ProcessorControls } from './processor-controls';
 import { demoRoutes } from './routes';

@@ -1,6 +1,6 @@
+import type { Route } from '@keystone-idempotency/local-aws/api-gateway';
 import type { APIGatewayProxyResult } from 'aws-lambda';
 import { problemResponse } from 'keystone-idempotency/http';
-import type { Route } from '../api-gateway';
 import type { PageAssets } from './page-assets';
 import { ProcessorControlError, type ProcessorControls } from './processor-controls';
 import type { DemoCharges, DemoConfig, DemoHold } from './wire';

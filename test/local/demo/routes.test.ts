@@ -1,10 +1,10 @@
-import { type ApiGateway, startApiGateway } from '../../../lib/local/api-gateway';
+import { type ApiGateway, startApiGateway } from '@keystone-idempotency/local-aws/api-gateway';
+import { freePort } from '@keystone-idempotency/local-aws/free-port';
+import { silentLog } from '@keystone-idempotency/local-aws/log';
 import { buildPageAssets } from '../../../lib/local/demo/page-assets';
 import { ProcessorControls } from '../../../lib/local/demo/processor-controls';
 import { demoRoutes, HOLD_MS } from '../../../lib/local/demo/routes';
 import type { DemoCharges } from '../../../lib/local/demo/wire';
-import { freePort } from '../../../lib/local/free-port';
-import { silentLog } from '../../../lib/local/log';
 import { type Sandbox, startSandbox } from '../../../lib/sandbox/processor';
 import { getJson, newKey, postCharge, visaCharge } from '../../sandbox/client';
 

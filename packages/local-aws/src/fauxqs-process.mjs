@@ -6,7 +6,7 @@
  * Why `buildApp` and not `startFauxqs`: `startFauxqs` always listens on 0.0.0.0; `buildApp` returns the Fastify
  * app unbound, so we choose the address ourselves and nothing is exposed beyond loopback.
  *
- * Protocol with the parent (lib/local/sqs.ts): argv[2] is the port (0 = any free one); once listening, one JSON
+ * Protocol with the parent (src/sqs.ts): argv[2] is the port (0 = any free one); once listening, one JSON
  * line `{"port":N}` is written to stdout. The process exits when its stdin closes, which happens when the parent
  * closes it on purpose or dies in any way (even SIGKILL), so no emulator outlives its owner.
  */

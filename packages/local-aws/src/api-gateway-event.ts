@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { header } from 'keystone-idempotency/http';
-import { decodePath, decodeUtf8, formatRequestTime, type GatewayRequest, traceId } from './gateway-request';
+import { decodePath, decodeUtf8, formatRequestTime, type GatewayRequest, header, traceId } from './gateway-request';
 
 export type { GatewayRequest } from './gateway-request';
 

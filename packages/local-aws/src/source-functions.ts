@@ -2,7 +2,6 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BuildOptions } from 'esbuild';
-import { LIBRARY_SOURCE_CONDITION } from '../infra/library-source';
 import { type BundledFunction, type BundledFunctionOptions, startBundledFunction } from './bundled-function';
 import type { LambdaErrorReport } from './execution-environment';
 import type { LambdaHandler } from './lambda-invoke';
@@ -22,7 +21,6 @@ export interface SourceFunction {
  * seconds of import for the local stack, so the options are written out here rather than imported from it.
  * - an ES module for node22, the SDK's ES builds first (`mainFields`), the AWS SDK bundled, not taken from a runtime;
  * - ESM has no `require`, and some bundled CommonJS code still calls it: the banner gives the module one;
- * - the library resolved to its sources (`conditions`, LAMBDA_BUNDLING's `esbuildArgs`);
  * - minified with a source map, as deployed; the environments run with `--enable-source-maps` (LAMBDA_NODE_OPTIONS),
  *   so a stack trace names the TypeScript file and line.
  */
@@ -35,8 +33,6 @@ export const SOURCE_BUNDLING = {
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   minify: true,
   sourcemap: true,
-  // The library by name, to its sources (its package.json's `keystone-source` condition), as the CDK bundles it.
-  conditions: [LIBRARY_SOURCE_CONDITION],
 } as const satisfies BuildOptions;
 
 /** What the deployed functions run with (lib/infra/service-function.ts, LAMBDA_NODE_OPTIONS): mapped stack traces. */
@@ -44,13 +40,18 @@ export const SOURCE_NODE_OPTIONS = { NODE_OPTIONS: '--enable-source-maps' } as c
 
 export interface SourceBundleOptions {
   readonly functions: readonly SourceFunction[];
-  /** The tsconfig.json that resolves the entries' imports (its `paths`). Default: esbuild's lookup, per file. */
+  /** The tsconfig.json esbuild reads for the entries. Default: esbuild's lookup, per file. */
   readonly tsconfig?: string;
   /**
    * Bundle-time constants, as the deployment sets them (`process.env.STORE`, `process.env.POWERTOOLS_TRACE_ENABLED`:
-   * lib/infra/service-function.ts), each value a JavaScript expression (a JSON string literal).
+   * the deployment's bundling), each value a JavaScript expression (a JSON string literal).
    */
   readonly define?: Readonly<Record<string, string>>;
+  /**
+   * Export conditions to resolve packages under, besides esbuild's own (a workspace package's condition that maps
+   * its entry points to their sources, as the deployment's bundling passes it).
+   */
+  readonly conditions?: readonly string[];
 }
 
 /** The bundles of some functions, one directory each (`index.mjs` and its source map), in a directory of this run's. */
@@ -86,6 +87,7 @@ export async function bundleSources(options: SourceBundleOptions): Promise<Sourc
       outExtension: { '.js': '.mjs' },
       ...(options.tsconfig ? { tsconfig: options.tsconfig } : {}),
       define: { ...options.define },
+      ...(options.conditions ? { conditions: [...options.conditions] } : {}),
       logLevel: 'silent',
     });
   } catch (error) {

@@ -9,7 +9,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DEFAULT_FUNCTION_TIMEOUT_MS } from './lambda-context';
 import { type InvocationOutcome, invokeLambda, type LambdaHandler } from './lambda-invoke';
 import { consoleLog, type LocalLog } from './log';
-import { type BatchSettlement, recordsToDelete, settleBatch } from './sqs-batch-outcome';
+import { type BatchVerdict, judgeBatch, recordsToDelete } from './sqs-batch-outcome';
 import { toSqsRecord } from './sqs-event';
 
 /** An SQS consumer handler: the same function the deployed stack subscribes to the queue. */
@@ -55,7 +55,7 @@ export interface SqsPoller {
 /**
  * Polls a queue and invokes a handler the way Lambda's SQS event source mapping does: one long-poll receive per
  * batch with all system and message attributes, records in Lambda's shape, then a delete of exactly the messages
- * that succeeded (see `settleBatch`). Failed messages are not touched: they reappear after the visibility timeout,
+ * that succeeded (see `judgeBatch`). Failed messages are not touched: they reappear after the visibility timeout,
  * and SQS itself moves them to the DLQ after `maxReceiveCount` receives.
  *
  * Like `CreateEventSourceMapping`, it refuses a function timeout longer than the queue's visibility timeout, which
@@ -210,27 +210,27 @@ class LocalSqsPoller {
       timeoutMs: this.settings.functionTimeoutMs,
     });
     const outcome = await invocation.outcome;
-    const settlement = settleBatch(outcome, records, this.settings.reportBatchItemFailures);
-    this.report(outcome, settlement, {
+    const verdict = judgeBatch(outcome, records, this.settings.reportBatchItemFailures);
+    this.report(outcome, verdict, {
       functionName: this.settings.functionName,
       awsRequestId: invocation.context.awsRequestId,
       messageIds: records.map((record) => record.messageId),
     });
-    await this.deleteMessages(recordsToDelete(settlement, records));
+    await this.deleteMessages(recordsToDelete(verdict, records));
   }
 
   /** What CloudWatch would show for the invocation: the handler's error, and what becomes of the batch. */
   private report(
     outcome: InvocationOutcome<unknown>,
-    settlement: BatchSettlement,
+    verdict: BatchVerdict,
     details: { functionName: string; awsRequestId: string; messageIds: string[] },
   ): void {
     const { log } = this.settings;
     if (outcome.kind === 'threw') log.error('handler failed', { ...details, error: outcome.error });
-    if (settlement.kind === 'all-failed') {
-      log.error(`batch failed (${settlement.reason}); its messages return after the visibility timeout`, details);
-    } else if (settlement.kind === 'partially-failed') {
-      const { failedMessageIds } = settlement;
+    if (verdict.kind === 'all-failed') {
+      log.error(`batch failed (${verdict.reason}); its messages return after the visibility timeout`, details);
+    } else if (verdict.kind === 'partially-failed') {
+      const { failedMessageIds } = verdict;
       log.info(`${failedMessageIds.length} of ${details.messageIds.length} messages failed`, {
         ...details,
         failedMessageIds,

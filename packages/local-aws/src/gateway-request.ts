@@ -19,6 +19,17 @@ export interface GatewayRequest {
   readonly receivedAt: number;
 }
 
+/** A header's value by its name, in any case, as API Gateway and Lambda's adapters read one. */
+export function header(
+  headers: Readonly<Record<string, string | undefined>> | null | undefined,
+  name: string,
+): string | undefined {
+  if (!headers) return undefined;
+  const wanted = name.toLowerCase();
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === wanted) return value;
+  return undefined;
+}
+
 export function splitUrl(url: string): { rawPath: string; rawQuery: string } {
   const queryStart = url.indexOf('?');
   if (queryStart === -1) return { rawPath: url, rawQuery: '' };

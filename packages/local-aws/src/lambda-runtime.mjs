@@ -2,7 +2,7 @@
  * One Lambda execution environment: what the Node.js runtime does inside the sandbox, for a bundle on disk.
  *
  * Run by plain Node (never through tsx or jest, whose loaders would resolve imports a Lambda runtime can't), in a
- * process of its own, with exactly the function's environment (lib/local/bundled-function.ts starts it). Like
+ * process of its own, with exactly the function's environment (src/bundled-function.ts starts it). Like
  * Lambda's runtime it reads `_HANDLER` (`index.handler`: the module, then the export) and `LAMBDA_TASK_ROOT`,
  * imports the module once (the init phase), then runs one invocation at a time.
  *

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { header } from 'keystone-idempotency/http';
 import { type AuthorizerCache, authorize } from './api-gateway-authorizer';
 import { buildProxyEvent } from './api-gateway-event';
 import {
@@ -13,7 +12,7 @@ import {
   writeProxyResult,
 } from './api-gateway-response';
 import { type Route, restRouteTemplate } from './api-gateway-routes';
-import { type GatewayRequest, readBody, splitUrl } from './gateway-request';
+import { type GatewayRequest, header, readBody, splitUrl } from './gateway-request';
 import { type CompiledRoute, compileRoutes, matchRoute } from './gateway-routes';
 import { defaultFunctionName, GatewayServer, integrate, type RunningGateway } from './gateway-server';
 import { DEFAULT_FUNCTION_TIMEOUT_MS, LOCAL_ACCOUNT_ID, LOCAL_REGION } from './lambda-context';

@@ -1,6 +1,5 @@
 import type { ServerResponse } from 'node:http';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import type { GatewayProblem } from 'keystone-idempotency/http';
 
 /**
  * The responses API Gateway itself produces (its "gateway responses"), with the bodies and `x-amzn-ErrorType`
@@ -32,6 +31,16 @@ export type GatewayResponse = (typeof GATEWAY_RESPONSES)[keyof typeof GATEWAY_RE
  * `problem` mirrors the deployed stack's DEFAULT_4XX/5XX gateway responses (lib/infra/api.ts), an RFC 9457 body.
  */
 export type GatewayResponseFormat = 'aws-default' | 'problem';
+
+/**
+ * The problem+json body a gateway response carries when its template says so (`format: 'problem'`): RFC 9457's
+ * `about:blank` titled with API Gateway's own message, and the request id.
+ */
+export interface GatewayProblem {
+  readonly type: 'about:blank';
+  readonly title: string | null;
+  readonly requestId: string;
+}
 
 /** Writes one of API Gateway's own responses: a fixed body, never anything from the handler. */
 export function writeGatewayResponse(

@@ -2,7 +2,7 @@ import type { SQSRecord } from 'aws-lambda';
 import type { InvocationOutcome } from './lambda-invoke';
 
 /** What the event source mapping does with a batch once the function has answered. */
-export type BatchSettlement =
+export type BatchVerdict =
   | { readonly kind: 'all-succeeded' }
   | { readonly kind: 'partially-failed'; readonly failedMessageIds: readonly string[] }
   | { readonly kind: 'all-failed'; readonly reason: string };
@@ -18,11 +18,11 @@ export type BatchSettlement =
  *   whole batch: Lambda can't tell which messages were processed, so it retries them all.
  * Without it, any normal return is a complete success and the response is ignored.
  */
-export function settleBatch(
+export function judgeBatch(
   outcome: InvocationOutcome<unknown>,
   records: readonly SQSRecord[],
   reportBatchItemFailures: boolean,
-): BatchSettlement {
+): BatchVerdict {
   if (outcome.kind === 'threw') return { kind: 'all-failed', reason: 'the function threw' };
   if (outcome.kind === 'timed-out') {
     return { kind: 'all-failed', reason: `Task timed out after ${outcome.timeoutMs} ms` };
@@ -48,10 +48,10 @@ export function settleBatch(
   return { kind: 'partially-failed', failedMessageIds };
 }
 
-/** The records to delete from the queue after a settlement: exactly those that succeeded. */
-export function recordsToDelete(settlement: BatchSettlement, records: readonly SQSRecord[]): SQSRecord[] {
-  if (settlement.kind === 'all-failed') return [];
-  if (settlement.kind === 'all-succeeded') return [...records];
-  const failed = new Set(settlement.failedMessageIds);
+/** The records to delete from the queue after the verdict: exactly those that succeeded. */
+export function recordsToDelete(verdict: BatchVerdict, records: readonly SQSRecord[]): SQSRecord[] {
+  if (verdict.kind === 'all-failed') return [];
+  if (verdict.kind === 'all-succeeded') return [...records];
+  const failed = new Set(verdict.failedMessageIds);
   return records.filter((record) => !failed.has(record.messageId));
 }
