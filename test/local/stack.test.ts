@@ -6,7 +6,7 @@ import { silentLog } from '@keystone-idempotency/local-aws/log';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack';
 import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
 import { localDocumentClient } from '../support/dynamodb';
-import { eventually } from './support';
+import { eventually } from '../support/eventually';
 
 /**
  * Two local stacks in one process, with different settings: each one's functions, run from their sources, see that
@@ -63,7 +63,7 @@ async function claimOf(stack: LocalStack, name: string) {
       new GetCommand({ TableName: stack.tables.idempotency, Key: { pk }, ConsistentRead: true }),
     );
     return Item?.status === 'IN_PROGRESS' ? Item : undefined;
-  });
+  }).then((item) => item!); // eventually() returns only once the probe found one
   const created = (await (await payment).json()) as { id: string };
   return { claim, paymentId: created.id };
 }

@@ -1,9 +1,3 @@
-import {
-  type ApiGateway,
-  type Route,
-  startApiGateway,
-  type TokenAuthorizer,
-} from '@keystone-idempotency/local-aws/api-gateway';
 import type {
   APIGatewayAuthorizerResult,
   APIGatewayProxyEvent,
@@ -11,6 +5,7 @@ import type {
   APIGatewayTokenAuthorizerEvent,
   Context,
 } from 'aws-lambda';
+import { type ApiGateway, type Route, startApiGateway, type TokenAuthorizer } from '../src/api-gateway';
 import { eventually, rawRequest, recordingLog } from './support';
 
 const METHOD_ARN_PREFIX = 'arn:aws:execute-api:local:000000000000:local/local';

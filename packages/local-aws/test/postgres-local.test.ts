@@ -1,12 +1,8 @@
 import { cpSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import {
-  type PostgresLocal,
-  postgresBinaries,
-  startPostgresLocal,
-} from '@keystone-idempotency/local-aws/postgres-local';
 import { Client } from 'pg';
+import { type PostgresLocal, postgresBinaries, startPostgresLocal } from '../src/postgres-local';
 
 /** Its own cluster (not the run's shared one), so the test can look at the processes and files it made. Linux: /proc. */
 jest.setTimeout(60_000);

@@ -6,13 +6,12 @@ import { join } from 'node:path';
  * files, Node's, and the packages its package.json names, never the service's lib/ nor the library (a stand-in for
  * API Gateway must not read headers through the code it is there to test).
  */
-const root = join(__dirname, '..', '..');
-const packageRoot = join(root, 'packages', 'local-aws');
+const packageRoot = join(__dirname, '..');
 const manifest = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
 };
 
-describe('packages/local-aws', () => {
+describe('@keystone-idempotency/local-aws', () => {
   const files = readdirSync(join(packageRoot, 'src')).filter((file) => /\.(ts|mjs)$/.test(file));
 
   it('imports only itself, Node and its own dependencies', () => {

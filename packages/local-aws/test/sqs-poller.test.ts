@@ -6,14 +6,9 @@ import {
   SendMessageBatchCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import {
-  createQueueWithDlq,
-  type LocalSqs,
-  type QueueWithDlq,
-  startLocalSqs,
-} from '@keystone-idempotency/local-aws/sqs';
-import { type SqsHandler, type SqsPoller, startSqsPoller } from '@keystone-idempotency/local-aws/sqs-poller';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { createQueueWithDlq, type LocalSqs, type QueueWithDlq, startLocalSqs } from '../src/sqs';
+import { type SqsHandler, type SqsPoller, startSqsPoller } from '../src/sqs-poller';
 import { eventually, recordingLog } from './support';
 
 /** Short enough to keep redelivery tests fast; the consumer's timeout must fit inside it, as on AWS. */

@@ -1,5 +1,5 @@
-import { createLambdaContext } from '@keystone-idempotency/local-aws/lambda-context';
-import { invokeLambda } from '@keystone-idempotency/local-aws/lambda-invoke';
+import { createLambdaContext } from '../src/lambda-context';
+import { invokeLambda } from '../src/lambda-invoke';
 
 describe('createLambdaContext', () => {
   it('counts the remaining time down from the function timeout, and stops at zero', () => {

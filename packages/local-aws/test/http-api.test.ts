@@ -1,15 +1,15 @@
+import type {
+  APIGatewayProxyEventV2WithLambdaAuthorizer,
+  APIGatewayRequestAuthorizerEventV2,
+  Context,
+} from 'aws-lambda';
 import {
   type HttpApi,
   type HttpApiEvent,
   type HttpApiRoute,
   type RequestAuthorizer,
   startHttpApi,
-} from '@keystone-idempotency/local-aws/http-api';
-import type {
-  APIGatewayProxyEventV2WithLambdaAuthorizer,
-  APIGatewayRequestAuthorizerEventV2,
-  Context,
-} from 'aws-lambda';
+} from '../src/http-api';
 import { eventually, rawRequest, recordingLog } from './support';
 
 interface Seen {

@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import type { LocalLog } from '@keystone-idempotency/local-aws/log';
+import type { LocalLog } from '../src/log';
 
 /** A log that keeps what it was told, so a test can check an error went to the log and not to the client. */
 export function recordingLog(): LocalLog & { errors: { message: string; details?: Record<string, unknown> }[] } {

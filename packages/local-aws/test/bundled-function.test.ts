@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BundledFunction, startBundledFunction } from '@keystone-idempotency/local-aws/bundled-function';
-import { invokeLambda } from '@keystone-idempotency/local-aws/lambda-invoke';
+import { type BundledFunction, startBundledFunction } from '../src/bundled-function';
+import { invokeLambda } from '../src/lambda-invoke';
 
 /**
  * The bundled-function host against real processes and small hand-written ES module bundles: each test writes the

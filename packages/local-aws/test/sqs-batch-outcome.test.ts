@@ -1,5 +1,5 @@
-import { judgeBatch, recordsToDelete } from '@keystone-idempotency/local-aws/sqs-batch-outcome';
 import type { SQSRecord } from 'aws-lambda';
+import { judgeBatch, recordsToDelete } from '../src/sqs-batch-outcome';
 
 const records = ['m-1', 'm-2', 'm-3'].map((messageId) => ({ messageId }) as SQSRecord);
 

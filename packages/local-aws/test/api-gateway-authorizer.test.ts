@@ -1,5 +1,5 @@
-import { isAllowed, wildcardMatches } from '@keystone-idempotency/local-aws/api-gateway-authorizer';
 import type { PolicyDocument } from 'aws-lambda';
+import { isAllowed, wildcardMatches } from '../src/api-gateway-authorizer';
 
 const ARN = 'arn:aws:execute-api:local:000000000000:local/local/POST/payments';
 
