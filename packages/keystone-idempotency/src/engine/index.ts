@@ -25,6 +25,9 @@ export {
   type ResumeOptions,
   type ResumeOutcome,
 } from './contract.js';
+export type { ClaimWriteOutcome, IdempotencyDriver, WriteOutcome } from './driver.js';
+// A store of your own: a driver for its database, and the engine's one implementation of the protocol over it.
+export { DriverStore } from './driver-store.js';
 export * from './errors.js';
 // An adapter of your own: the one lifecycle, keys and fingerprints.
 export { type FingerprintInput, fingerprint } from './fingerprint.js';

@@ -17,9 +17,10 @@ import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse }
 
 /**
  * How a record changes owner, the same on every store: the rounds of a claim and of recovery's resume, driven by the
- * two conditional writes each store makes in its own terms (a fresh claim of an absent or expired key; a takeover of a
+ * two conditional writes a driver makes in its own terms (a fresh claim of an absent or expired key; a takeover of a
  * released, abandoned or run-out record, conditioned on the lease token it saw) and by its read. The decision between
- * rounds is the engine's pure `decide`, so both stores answer every race alike; only the writes differ.
+ * rounds is the engine's pure `decide`, so every store answers every race alike; only the writes differ.
+ * `DriverStore` (driver-store.ts) wires these rounds to a driver, once for every store.
  */
 
 /** How one claim holds its record: tracked for recovery or not, and for how long. */
