@@ -1,0 +1,732 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../engine/clock.js';
+import type { IdempotencyStore } from '../engine/contract.js';
+import {
+  EffectConditionFailedError,
+  InvalidKeyError,
+  LeaseLostError,
+  ResponseTooLargeError,
+} from '../engine/errors.js';
+import { scopedKey } from '../engine/key.js';
+import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
+import { frameworkOf, type TestFramework } from './framework.js';
+import { assertMatches, rejection } from './match.js';
+
+/** What the suite builds a store with: a clock it moves, and the lease and TTL a case needs. */
+export interface ContractStoreOptions {
+  readonly clock: Clock;
+  readonly leaseSeconds: number;
+  readonly ttlSeconds?: number;
+}
+
+/** The steps of the protocol whose reply a case can lose on the way back from the database. */
+export type LostReplyStep = 'claim' | 'takeover' | 'release' | 'completion' | 'commit';
+
+/**
+ * What the suite needs of the store under test: the store, an effect that writes one row, how many rows a key has,
+ * an effect whose own condition fails, and the largest response the store keeps. The rest is optional and each
+ * adds the cases that need it: a count of round trips (a first claim, a replay and a commit each cost one), the
+ * record as the database holds it (past its expiry too), and replies lost after the database applied the write.
+ */
+export interface StoreContractHarness<TEffect> {
+  /** A store over the database under test, with the suite's clock, lease and TTL (pass them all on). */
+  store(options: ContractStoreOptions): IdempotencyStore<TEffect>;
+  /** Writes one row under `pk`, refused by its own condition if the row `pk`/`id` exists already. */
+  effect(pk: string, id: string): TEffect;
+  /** An effect whose own condition fails (it checks for a row that is not there): the commit must write nothing. */
+  blockedEffect(): TEffect;
+  /** How many rows the effects have written under `pk`: the witness for "the effect happened, once". */
+  rowsUnder(pk: string): Promise<number>;
+  /** The largest response (body plus headers, bytes) the store keeps; one byte more must be refused. */
+  readonly maxResponseBytes: number;
+  /** Round trips to the database since the last reset. Without it, the cases that count them are left out. */
+  readonly roundTrips?: { reset(): void; readonly count: number };
+  /**
+   * The record under `key` as the database holds it, past its expiry or not, read behind the store's back. Without
+   * it the suite reads through `store.get`, and leaves out the check that an expired record is still there.
+   */
+  stored?(key: string): Promise<IdempotencyRecord | undefined>;
+  /** Stores whose replies can be lost. Without it, the cases of lost replies are left out. */
+  readonly faults?: {
+    /** `attempts`: how many times the store's client sends a request whose reply was lost (its own retries). */
+    store(options: ContractStoreOptions & { attempts?: number }): IdempotencyStore<TEffect>;
+    /** The next `times` requests of `step` on `key` are applied by the database and lose their reply. */
+    loseReplies(step: LostReplyStep, key: string, times?: number): { fired(): number };
+  };
+}
+
+export interface StoreContractOptions<TEffect> {
+  /** Names the suite: `the store contract on <name>`. */
+  readonly name: string;
+  /**
+   * Makes the harness. Called once, inside the suite's `describe`, so the hooks it registers (a `beforeAll` that
+   * creates the tables, an `afterAll` that closes the pool) run around the suite's tests.
+   */
+  readonly setup: () => StoreContractHarness<TEffect>;
+  /** The framework's `describe` and `it`; by default the host's globals (jest, or vitest with globals). */
+  readonly framework?: Partial<TestFramework>;
+}
+
+/** The lease every case's store holds, in seconds: the cases move the clock past it (30_001 ms) or not. */
+const LEASE_SECONDS = 30;
+const LEASE_MS = LEASE_SECONDS * 1000;
+
+/** A clock that moves only when told to. */
+class ManualClock implements Clock {
+  constructor(private ms = Date.UTC(2026, 10, 30, 12, 0, 0)) {}
+  now(): number {
+    return this.ms;
+  }
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+const created: StoredResponse = {
+  statusCode: 201,
+  body: '{"id":"pay_1"}',
+  headers: { 'Content-Type': 'application/json' },
+};
+
+const newKey = (account = 'acct_1') =>
+  scopedKey({ accountId: account, operation: 'POST /payments', key: randomUUID() });
+
+/** Claims a key that the case expects to be free (or takeable): the lease, or a failed case. */
+async function acquire(s: IdempotencyStore<unknown>, key: string, fp = 'fp'): Promise<Lease> {
+  const outcome = await s.claim(key, fp);
+  if (outcome.kind !== 'acquired') assert.fail(`expected to acquire ${key}, got ${outcome.kind}`);
+  return outcome.lease;
+}
+
+/**
+ * The store contract (`IdempotencyStore`), as one suite of tests any store runs against its real database: exactly
+ * one winner of a race, replays, mismatches, expiry, waits, takeovers that keep the downstream key, stale owners
+ * fenced out (their effects with them), releases, commits that write all or nothing, responses kept byte for byte,
+ * keys of any characters kept apart, the one-shot commit, and (with `faults`) every write whose reply was lost
+ * recognised as its own. The package's DynamoDB and PostgreSQL stores are proven by this same suite.
+ *
+ * Registers its tests with the host framework when called (at the top level of a test file, or in a `describe`),
+ * and asserts with node:assert, so it needs nothing but the framework's `describe` and `it`.
+ *
+ * @example
+ * describeStoreContract({
+ *   name: 'MyDatabase',
+ *   setup: () => {
+ *     const db = myTestDatabase(); // registers beforeAll/afterAll
+ *     return {
+ *       store: (options) => new DriverStore(new MyDatabaseDriver(db.client), options),
+ *       effect: (pk, id) => db.insertIfAbsent(pk, id),
+ *       blockedEffect: () => db.requireRow(`missing-${randomUUID()}`),
+ *       rowsUnder: (pk) => db.countRows(pk),
+ *       maxResponseBytes: 1024 * 1024,
+ *     };
+ *   },
+ * });
+ */
+export function describeStoreContract<TEffect>(options: StoreContractOptions<TEffect>): void {
+  const { describe, it } = frameworkOf(options.framework);
+
+  describe(`the store contract on ${options.name}`, () => {
+    const h = options.setup();
+    const store = (clock = new ManualClock(), settings: { ttlSeconds?: number } = {}) =>
+      h.store({ clock, leaseSeconds: LEASE_SECONDS, ...settings });
+    const stored = (key: string, via: IdempotencyStore<TEffect>) => (h.stored ? h.stored(key) : via.get(key));
+    const rounds = h.roundTrips;
+    /** A case that counts round trips, registered only when the harness counts them. */
+    const countingIt = (name: string, test: (counter: { reset(): void; readonly count: number }) => Promise<void>) => {
+      if (rounds) it(name, () => test(rounds));
+    };
+    const faults = h.faults;
+    const faultyStore = (settings: { clock?: ManualClock; attempts?: number } = {}) => {
+      if (!faults) throw new Error('unreachable: cases of lost replies are registered only with faults');
+      const { clock = new ManualClock(), attempts } = settings;
+      return faults.store({ clock, leaseSeconds: LEASE_SECONDS, ...(attempts ? { attempts } : {}) });
+    };
+    const loseReplies = (step: LostReplyStep, key: string, times?: number) => {
+      if (!faults) throw new Error('unreachable: cases of lost replies are registered only with faults');
+      return faults.loseReplies(step, key, times);
+    };
+    /** A case that loses replies, registered only when the harness can lose them. */
+    const faultIt = (name: string, test: () => Promise<void>) => {
+      if (faults) it(name, test);
+    };
+
+    describe('claim', () => {
+      it('lets exactly one of 50 concurrent claims win, and exactly one effect commit', async () => {
+        const key = newKey();
+        const s = store();
+        const outcomes = await Promise.all(
+          Array.from({ length: 50 }, async (_, i) => {
+            const outcome = await s.claim(key, 'fp');
+            if (outcome.kind === 'acquired') await s.commit(outcome.lease, created, [h.effect(key, `p${i}`)]);
+            return outcome.kind;
+          }),
+        );
+        assert.equal(outcomes.filter((kind) => kind === 'acquired').length, 1);
+        assert.deepEqual(
+          outcomes.filter((kind) => kind !== 'acquired' && kind !== 'in_flight' && kind !== 'replay'),
+          [],
+        );
+        assert.equal(await h.rowsUnder(key), 1);
+      });
+
+      countingIt('replays a completed record in one round trip', async (counter) => {
+        const key = newKey();
+        const s = store();
+        const first = await acquire(s, key);
+        await s.commit(first, created);
+        counter.reset();
+        const replay = await s.claim(key, 'fp');
+        assertMatches(replay, { kind: 'replay', response: created });
+        assert.equal(counter.count, 1);
+      });
+
+      countingIt('costs one round trip for a first claim and one for an in-flight duplicate', async (counter) => {
+        const key = newKey();
+        const s = store();
+        counter.reset();
+        assert.equal((await s.claim(key, 'fp')).kind, 'acquired');
+        assert.equal((await s.claim(key, 'fp')).kind, 'in_flight');
+        assert.equal(counter.count, 2);
+      });
+
+      it('reports a mismatch for the same key with another fingerprint, in flight or completed', async () => {
+        const key = newKey();
+        const s = store();
+        const first = await acquire(s, key);
+        assert.equal((await s.claim(key, 'other')).kind, 'mismatch');
+        await s.commit(first, created);
+        assert.equal((await s.claim(key, 'other')).kind, 'mismatch');
+      });
+
+      it('keeps two accounts using the same client key apart', async () => {
+        const clientKey = randomUUID();
+        const s = store();
+        const a = scopedKey({ accountId: 'acct_a', operation: 'POST /payments', key: clientKey });
+        const b = scopedKey({ accountId: 'acct_b', operation: 'POST /payments', key: clientKey });
+        const claimA = await acquire(s, a);
+        await s.commit(claimA, created);
+        const claimB = await s.claim(b, 'other-body');
+        assert.equal(claimB.kind, 'acquired');
+        if (claimB.kind === 'acquired') assert.notEqual(claimB.lease.downstreamKey, claimA.downstreamKey);
+      });
+
+      it('treats a record past its expiry as new, with a new downstream key, even before it is deleted', async () => {
+        const clock = new ManualClock();
+        const s = store(clock, { ttlSeconds: 60 });
+        const key = newKey();
+        const first = await acquire(s, key);
+        await s.commit(first, created);
+        clock.advance(61_000);
+        assert.equal(await s.get(key), undefined);
+        if (h.stored) assert.notEqual(await h.stored(key), undefined, 'the database still holds the record');
+        const again = await s.claim(key, 'a different body is fine after expiry');
+        assert.equal(again.kind, 'acquired');
+        if (again.kind === 'acquired') {
+          assert.notEqual(again.lease.downstreamKey, first.downstreamKey);
+          assert.equal(again.lease.takeover, false);
+          assert.equal(again.lease.attempt, 1);
+        }
+      });
+
+      it('waits for an in-flight original when asked, and replays its result', async () => {
+        const key = newKey();
+        const s = store(new ManualClock());
+        const first = await acquire(s, key);
+        setTimeout(() => void s.commit(first, created), 150);
+        const waited = await s.claim(key, 'fp', { waitMs: 3000 });
+        assertMatches(waited, { kind: 'replay', response: created });
+      });
+
+      it('stops waiting at its bound and reports in flight', async () => {
+        const key = newKey();
+        const s = store();
+        await s.claim(key, 'fp');
+        const started = Date.now();
+        assert.equal((await s.claim(key, 'fp', { waitMs: 300 })).kind, 'in_flight');
+        // The owner never finishes (its clock stands still): only the bound ends the wait, long before this.
+        assert.ok(Date.now() - started < 10_000);
+      });
+
+      it('holds a longer lease when asked, never a shorter one', async () => {
+        const clock = new ManualClock();
+        const s = store(clock);
+        const longer = await s.claim(newKey(), 'fp', { leaseMs: 90_000 });
+        const shorter = await s.claim(newKey(), 'fp', { leaseMs: 1_000 });
+        assertMatches(longer, { kind: 'acquired', lease: { leaseExpiresAt: clock.now() + 90_000 } });
+        assertMatches(shorter, { kind: 'acquired', lease: { leaseExpiresAt: clock.now() + LEASE_MS } });
+      });
+    });
+
+    describe('a write whose reply is lost', () => {
+      faultIt('recognizes its own claim when the client sends again a claim that already landed', async () => {
+        const key = newKey();
+        const lost = loseReplies('claim', key);
+        const s = faultyStore();
+        const outcome = await s.claim(key, 'fp');
+        assert.equal(lost.fired(), 1);
+        assertMatches(outcome, { kind: 'acquired', lease: { attempt: 1, takeover: false } });
+        if (outcome.kind === 'acquired') assert.equal((await stored(key, s))?.leaseToken, outcome.lease.leaseToken);
+      });
+
+      faultIt('recognizes its own takeover when the client sends again a takeover that already landed', async () => {
+        const clock = new ManualClock();
+        const key = newKey();
+        const first = await acquire(store(clock), key);
+        clock.advance(LEASE_MS + 1);
+        const lost = loseReplies('takeover', key);
+        const outcome = await faultyStore({ clock }).claim(key, 'fp');
+        assert.equal(lost.fired(), 1);
+        assertMatches(outcome, { kind: 'acquired', lease: { takeover: true, downstreamKey: first.downstreamKey } });
+      });
+
+      faultIt('commits once when the client sends again a commit whose reply was lost', async () => {
+        const s = faultyStore();
+        const key = newKey();
+        const claimed = await acquire(s, key);
+        const lost = loseReplies('commit', key);
+        await s.commit(claimed, created, [h.effect(key, 'once')]);
+        assert.equal(lost.fired(), 1);
+        assert.equal(await h.rowsUnder(key), 1);
+        assertMatches(await s.claim(key, 'fp'), { kind: 'replay', response: created });
+      });
+
+      faultIt('commits once when the caller commits again after the client gave up', async () => {
+        const s = faultyStore({ attempts: 1 });
+        const key = newKey();
+        const claimed = await acquire(s, key);
+        const lost = loseReplies('commit', key);
+        await rejection(s.commit(claimed, created, [h.effect(key, 'once')]));
+        assert.equal(lost.fired(), 1);
+        await s.commit(claimed, created, [h.effect(key, 'once')]);
+        assert.equal(await h.rowsUnder(key), 1);
+        assertMatches(await s.claim(key, 'fp'), { kind: 'replay', response: created });
+      });
+
+      faultIt('recognizes its own release when sent again', async () => {
+        const s = faultyStore();
+        const key = newKey();
+        const claimed = await acquire(s, key);
+        const lost = loseReplies('release', key);
+        assert.equal(await s.release(claimed), true);
+        assert.equal(lost.fired(), 1);
+        assert.equal((await s.get(key))?.status, RecordStatus.Released);
+      });
+    });
+
+    describe('takeover', () => {
+      it('gives an expired lease to exactly one of two concurrent takers, keeping the downstream key', async () => {
+        const clock = new ManualClock();
+        const s = store(clock);
+        const key = newKey();
+        const dead = await acquire(s, key);
+        clock.advance(LEASE_MS + 1);
+        const [one, two] = await Promise.all([s.claim(key, 'fp'), s.claim(key, 'fp')]);
+        const winners = [one, two].filter((outcome) => outcome.kind === 'acquired');
+        assert.equal(winners.length, 1);
+        assert.deepEqual([one, two].map((o) => o.kind).sort(), ['acquired', 'in_flight']);
+        const winner = winners[0];
+        if (winner?.kind !== 'acquired') assert.fail('expected a winner');
+        assert.equal(winner.lease.takeover, true);
+        assert.equal(winner.lease.downstreamKey, dead.downstreamKey);
+        assert.notEqual(winner.lease.leaseToken, dead.leaseToken);
+        assert.equal(winner.lease.attempt, 2);
+      });
+
+      it('rejects the stale owner’s commit after a takeover and writes none of its effects', async () => {
+        const clock = new ManualClock();
+        const s = store(clock);
+        const key = newKey();
+        const stale = await acquire(s, key);
+        clock.advance(LEASE_MS + 1);
+        const current = await acquire(s, key);
+
+        await assert.rejects(s.commit(stale, created, [h.effect(key, 'stale')]), LeaseLostError);
+        assert.equal(await h.rowsUnder(key), 0);
+
+        await s.commit(current, created, [h.effect(key, 'current')]);
+        assert.equal(await h.rowsUnder(key), 1);
+        await assert.rejects(s.commit(stale, created, [h.effect(key, 'late')]), LeaseLostError);
+        assert.equal(await h.rowsUnder(key), 1);
+      });
+
+      it('tells the stale owner, as a typed field, the record that fenced it', async () => {
+        const clock = new ManualClock();
+        const s = store(clock);
+        const key = newKey();
+        const stale = await acquire(s, key);
+        clock.advance(LEASE_MS + 1);
+        const current = await acquire(s, key);
+
+        const error = await rejection(s.commit(stale, created, [h.effect(key, 'stale')]));
+        assert.ok(error instanceof LeaseLostError, `expected LeaseLostError, got ${String(error)}`);
+        assertMatches(error.record, {
+          key,
+          status: RecordStatus.InProgress,
+          leaseToken: current.leaseToken,
+          attempt: 2,
+        });
+      });
+
+      it('lets a slow owner whose lease ran out still commit when nobody took over', async () => {
+        const clock = new ManualClock();
+        const s = store(clock);
+        const key = newKey();
+        const slow = await acquire(s, key);
+        clock.advance(LEASE_MS * 1.5);
+        await s.commit(slow, created, [h.effect(key, 'slow')]);
+        assertMatches(await s.claim(key, 'fp'), { kind: 'replay' });
+      });
+    });
+
+    describe('release', () => {
+      it('frees the key for a retry that keeps the fingerprint check and the downstream key', async () => {
+        const s = store();
+        const key = newKey();
+        const first = await acquire(s, key);
+        assert.equal(await s.release(first), true);
+        assert.equal((await s.claim(key, 'other')).kind, 'mismatch');
+        const retry = await s.claim(key, 'fp');
+        assert.equal(retry.kind, 'acquired');
+        if (retry.kind === 'acquired') {
+          assert.equal(retry.lease.downstreamKey, first.downstreamKey);
+          assert.equal(retry.lease.takeover, true);
+        }
+      });
+
+      it('never touches a claim it does not own', async () => {
+        const clock = new ManualClock();
+        const s = store(clock);
+        const key = newKey();
+        const stale = await acquire(s, key);
+        clock.advance(LEASE_MS + 1);
+        const current = await acquire(s, key);
+        assert.equal(await s.release(stale), false);
+        assert.equal((await s.claim(key, 'fp')).kind, 'in_flight');
+        assertMatches(await stored(key, s), { status: RecordStatus.InProgress, leaseToken: current.leaseToken });
+      });
+
+      it('makes the Powertools duplicate-deletes-the-original race impossible', async () => {
+        // Powertools 2.35: a duplicate that is turned away deletes the in-progress record it never owned, and a third
+        // request then runs the handler again. Here a duplicate holds no lease, so it has nothing to release, and the
+        // original keeps its claim through any number of duplicates.
+        const s = store();
+        const key = newKey();
+        const original = await acquire(s, key);
+        const duplicates = await Promise.all(Array.from({ length: 5 }, () => s.claim(key, 'fp')));
+        assert.deepEqual(
+          duplicates.map((d) => d.kind),
+          Array(5).fill('in_flight'),
+        );
+        const third = await s.claim(key, 'fp');
+        assert.equal(third.kind, 'in_flight');
+        await s.commit(original, created, [h.effect(key, 'once')]);
+        assert.equal(await h.rowsUnder(key), 1);
+      });
+
+      it('cannot release a completed record', async () => {
+        const s = store();
+        const key = newKey();
+        const first = await acquire(s, key);
+        await s.commit(first, created);
+        assert.equal(await s.release(first), false);
+        assertMatches(await s.claim(key, 'fp'), { kind: 'replay' });
+      });
+    });
+
+    describe('commit', () => {
+      it('writes neither the effect nor the completion when an effect condition fails', async () => {
+        const s = store();
+        const key = newKey();
+        const first = await acquire(s, key);
+        const error = await rejection(s.commit(first, created, [h.effect(key, 'p'), h.blockedEffect()]));
+        assert.ok(error instanceof EffectConditionFailedError, `expected EffectConditionFailedError, got ${error}`);
+        assert.equal(error.index, 1);
+        assert.equal(await h.rowsUnder(key), 0);
+        assert.equal((await s.claim(key, 'fp')).kind, 'in_flight');
+      });
+
+      it('refuses a response too large to store, writing nothing', async () => {
+        const s = store();
+        const key = newKey();
+        const first = await acquire(s, key);
+        const huge = { ...created, body: 'x'.repeat(h.maxResponseBytes + 1) };
+        await assert.rejects(s.commit(first, huge, [h.effect(key, 'p')]), ResponseTooLargeError);
+        assert.equal(await h.rowsUnder(key), 0);
+      });
+
+      countingIt('is one round trip when effects are staged', async (counter) => {
+        const s = store();
+        const key = newKey();
+        const first = await acquire(s, key);
+        counter.reset();
+        await s.commit(first, created, [h.effect(key, 'p')]);
+        assert.equal(counter.count, 1);
+      });
+
+      it('replays the stored response byte for byte: status, headers, and a body of any characters', async () => {
+        const s = store();
+        const key = newKey();
+        const odd: StoredResponse = {
+          statusCode: 402,
+          body: '{"é":"😀","nul":"\u0000","quote":"\\"","line":"a\\nb"}',
+          headers: { 'Content-Type': 'application/problem+json', Location: '/payments/p 1' },
+        };
+        await s.commit(await acquire(s, key), odd);
+        const replay = await s.claim(key, 'fp');
+        assert.equal(replay.kind, 'replay');
+        if (replay.kind === 'replay') assert.deepStrictEqual({ ...replay.response }, odd);
+      });
+
+      it('keeps a binary (base64-encoded) response as it was stored', async () => {
+        const s = store();
+        const key = newKey();
+        const binary: StoredResponse = {
+          statusCode: 200,
+          body: Buffer.from([0, 1, 2, 250, 255]).toString('base64'),
+          headers: { 'Content-Type': 'application/octet-stream' },
+          isBase64Encoded: true,
+        };
+        await s.commit(await acquire(s, key), binary);
+        assertMatches(await s.claim(key, 'fp'), { kind: 'replay', response: binary });
+      });
+    });
+
+    describe('commit with nothing staged', () => {
+      countingIt('is one round trip, and replays', async (counter) => {
+        const s = store();
+        const key = newKey();
+        const first = await acquire(s, key);
+        counter.reset();
+        await s.commit(first, created);
+        assert.equal(counter.count, 1);
+        assertMatches(await s.claim(key, 'fp'), { kind: 'replay', response: created });
+      });
+
+      it('completes the record as a transaction would: out of the recovery set, kept a full TTL from the commit', async () => {
+        const clock = new ManualClock(Date.now());
+        const s = store(clock, { ttlSeconds: 3600 });
+        const key = newKey();
+        const claimed = await s.claim(key, 'fp', { recoverable: true });
+        if (claimed.kind !== 'acquired') assert.fail(`expected to acquire, got ${claimed.kind}`);
+        clock.advance(20_000);
+        await s.commit(claimed.lease, created);
+        const record = await stored(key, s);
+        assertMatches(record, {
+          status: RecordStatus.Completed,
+          leaseToken: claimed.lease.leaseToken,
+          response: created,
+          expiresAt: Math.ceil(clock.now() / 1000) + 3600,
+        });
+        assert.equal(record?.recoverAt, undefined, 'out of the recovery set');
+      });
+
+      faultIt(
+        'recognises its own completion when the client sends again a completion whose reply was lost',
+        async () => {
+          const s = faultyStore();
+          const key = newKey();
+          const claimed = await acquire(s, key);
+          const lost = loseReplies('completion', key);
+          await s.commit(claimed, created);
+          assert.equal(lost.fired(), 1);
+          assertMatches(await s.claim(key, 'fp'), { kind: 'replay', response: created });
+        },
+      );
+
+      faultIt('recognises its own completion when the caller commits again after the client gave up', async () => {
+        const s = faultyStore({ attempts: 2 });
+        const key = newKey();
+        const claimed = await acquire(s, key);
+        const lost = loseReplies('completion', key, 2);
+        await rejection(s.commit(claimed, created));
+        assert.equal(lost.fired(), 2);
+        await s.commit(claimed, created);
+        assertMatches(await s.claim(key, 'fp'), { kind: 'replay', response: created });
+      });
+
+      it('rejects a stale owner, even once the owner that took over has completed the record', async () => {
+        const clock = new ManualClock();
+        const s = store(clock);
+        const key = newKey();
+        const stale = await acquire(s, key);
+        clock.advance(LEASE_MS + 1);
+        const current = await acquire(s, key);
+
+        await assert.rejects(s.commit(stale, created), LeaseLostError);
+        await s.commit(current, { ...created, body: '{"id":"pay_current"}' });
+        // Completed, but under another lease token: not this owner's completion.
+        const late = await rejection(s.commit(stale, created));
+        assert.ok(late instanceof LeaseLostError, `expected LeaseLostError, got ${String(late)}`);
+        assertMatches(late.record, { leaseToken: current.leaseToken });
+        assertMatches(await s.claim(key, 'fp'), { kind: 'replay', response: { body: '{"id":"pay_current"}' } });
+      });
+    });
+
+    describe('keys of any characters', () => {
+      /** A response that names the key it was committed under: a replay of another key's would show. */
+      const responseFor = (key: string): StoredResponse => ({ ...created, body: JSON.stringify({ key }) });
+
+      /** Claims and commits `key`; then (or on a refusal) what a second claim of it answers. */
+      async function commitThenClaimAgain(s: IdempotencyStore<TEffect>, key: string) {
+        const first = await s.claim(key, 'fp').catch((error: unknown) => error);
+        if (first instanceof InvalidKeyError) return 'refused';
+        if (first instanceof Error || (first as { kind: string }).kind !== 'acquired') {
+          assert.fail(`a first claim of a fresh key answered ${String(first)} ${JSON.stringify(first)}`);
+        }
+        await s.commit((first as { lease: Lease }).lease, responseFor(key));
+        const again = await s.claim(key, 'fp');
+        if (again.kind !== 'replay') assert.fail(`the second claim answered ${again.kind}`);
+        return JSON.parse(again.response.body).key === key ? 'kept' : 'replayed another key';
+      }
+
+      // Each pair differs in one UTF-16 code unit; a store that keeps either one otherwise than it is joins them.
+      const pairs: readonly [string, string, string][] = [
+        ['two lone surrogates', '\ud800', '\ud801'],
+        ['U+FFFD and a lone surrogate', '\ufffd', '\ud800'],
+        ['a lone surrogate and a lone low surrogate', '\ud800', '\udc00'],
+        ['a lone surrogate and nothing', '\ud800', ''],
+        ['NUL and nothing', '\u0000', ''],
+      ];
+      for (const [name, first, second] of pairs) {
+        it(`never makes two distinct keys one: ${name}`, async () => {
+          const s = store();
+          const base = newKey();
+          const outcomes = [
+            await commitThenClaimAgain(s, `${base}-${first}`),
+            await commitThenClaimAgain(s, `${base}-${second}`),
+          ];
+          assert.ok(
+            outcomes.every((outcome) => outcome === 'refused' || outcome === 'kept'),
+            `outcomes: ${outcomes.join(', ')}`,
+          );
+        });
+      }
+
+      it('refuses a key holding a NUL or a lone surrogate with InvalidKeyError, writing nothing', async () => {
+        const s = store();
+        for (const odd of ['\u0000', '\ud800', '\udfff', 'a\ud83d', '\ude00b']) {
+          const key = `${newKey()}-${odd}`;
+          const refusal = { name: 'InvalidKeyError', reason: 'unstorable_characters' };
+          await assert.rejects(s.claim(key, 'fp'), refusal);
+          await assert.rejects(
+            s.claimAndCommit(key, 'fp', async () => ({ response: created, effects: [] })),
+            refusal,
+          );
+          await assert.rejects(s.resume(key), refusal);
+          const mangled = key.replaceAll(/\p{Cs}/gu, '\ufffd').replaceAll('\u0000', '');
+          assert.equal(await stored(mangled, s), undefined, 'nothing written under the key it would become');
+        }
+      });
+
+      it('keeps every other character as it is: U+FFFD, U+FFFE, U+FFFF, emoji, controls, unnormalized accents', async () => {
+        const s = store();
+        const base = newKey();
+        const keys = [
+          '\ufffd',
+          '\ufffe',
+          '\uffff',
+          '\u{1f600}',
+          '\u0001\u001f\u007f',
+          '\u00e9',
+          'e\u0301',
+          '|',
+          ' ',
+        ].map((odd) => `${base}-${odd}`);
+        for (const key of keys) assert.equal(await commitThenClaimAgain(s, key), 'kept', JSON.stringify(key));
+      });
+    });
+
+    describe('claimAndCommit (one-shot local work)', () => {
+      const build = (key: string, id: string) => async () => ({ response: created, effects: [h.effect(key, id)] });
+
+      it('commits claim, effect and completion', async () => {
+        const s = store();
+        const key = newKey();
+        assert.equal((await s.claimAndCommit(key, 'fp', build(key, 'p1'))).kind, 'committed');
+        assert.equal(await h.rowsUnder(key), 1);
+      });
+
+      countingIt('commits claim, effect and completion in one round trip', async (counter) => {
+        const s = store();
+        const key = newKey();
+        counter.reset();
+        assert.equal((await s.claimAndCommit(key, 'fp', build(key, 'p1'))).kind, 'committed');
+        assert.equal(counter.count, 1);
+        assert.equal(await h.rowsUnder(key), 1);
+      });
+
+      it('answers a duplicate with a replay, or a mismatch for another fingerprint, writing nothing', async () => {
+        const s = store();
+        const key = newKey();
+        await s.claimAndCommit(key, 'fp', build(key, 'p1'));
+        assertMatches(await s.claimAndCommit(key, 'fp', build(key, 'p2')), { kind: 'replay', response: created });
+        assert.equal((await s.claimAndCommit(key, 'other', build(key, 'p3'))).kind, 'mismatch');
+        assert.equal(await h.rowsUnder(key), 1);
+      });
+
+      countingIt('answers a duplicate from that same round trip', async (counter) => {
+        const s = store();
+        const key = newKey();
+        await s.claimAndCommit(key, 'fp', build(key, 'p1'));
+        counter.reset();
+        assertMatches(await s.claimAndCommit(key, 'fp', build(key, 'p2')), { kind: 'replay', response: created });
+        assert.equal(counter.count, 1);
+      });
+
+      it('makes exactly one effect out of 50 concurrent attempts', async () => {
+        const s = store();
+        const key = newKey();
+        const outcomes = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => s.claimAndCommit(key, 'fp', build(key, `p${i}`))),
+        );
+        assert.equal(outcomes.filter((o) => o.kind === 'committed').length, 1);
+        assert.ok(outcomes.every((o) => o.kind === 'committed' || o.kind === 'replay'));
+        assert.equal(await h.rowsUnder(key), 1);
+      });
+
+      it('completes a released record, reusing its downstream key', async () => {
+        const s = store();
+        const key = newKey();
+        const claimed = await acquire(s, key);
+        await s.release(claimed);
+        const outcome = await s.claimAndCommit(key, 'fp', build(key, 'p1'));
+        assertMatches(outcome, { kind: 'committed', downstreamKey: claimed.downstreamKey });
+        assertMatches(await stored(key, s), { status: RecordStatus.Completed, attempt: 2 });
+      });
+
+      it('reports in flight while a two-phase owner holds the key, writing nothing', async () => {
+        const s = store();
+        const key = newKey();
+        await s.claim(key, 'fp');
+        assert.equal((await s.claimAndCommit(key, 'fp', build(key, 'p1'))).kind, 'in_flight');
+        assert.equal(await h.rowsUnder(key), 0);
+      });
+
+      it('writes nothing when one of its effects fails its own condition', async () => {
+        const s = store();
+        const key = newKey();
+        const error = await rejection(
+          s.claimAndCommit(key, 'fp', async () => ({
+            response: created,
+            effects: [h.effect(key, 'p'), h.blockedEffect()],
+          })),
+        );
+        assert.ok(error instanceof EffectConditionFailedError, `expected EffectConditionFailedError, got ${error}`);
+        assert.equal(error.index, 1);
+        assert.equal(await h.rowsUnder(key), 0);
+        assert.equal(await stored(key, s), undefined);
+      });
+
+      faultIt('commits once when the client sends again a one-shot commit whose reply was lost', async () => {
+        const s = faultyStore();
+        const key = newKey();
+        const lost = loseReplies('commit', key);
+        assertMatches(await s.claimAndCommit(key, 'fp', build(key, 'once')), { kind: 'committed' });
+        assert.equal(lost.fired(), 1);
+        assert.equal(await h.rowsUnder(key), 1);
+      });
+    });
+  });
+}
