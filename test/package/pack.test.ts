@@ -532,6 +532,9 @@ describe('its peer dependencies, as the package README lists them', () => {
     expect(names['keystone-idempotency/client']).toEqual(
       expect.arrayContaining(['RetrySafeClient', 'newIdempotencyKey']),
     );
+    // A store of your own: the engine's protocol over a driver, and the suite that proves it.
+    expect(names['keystone-idempotency/engine']).toEqual(expect.arrayContaining(['DriverStore']));
+    expect(names['keystone-idempotency/testing']).toEqual(['describeStoreContract']);
     // The package's client is the generic one: the reference service's payments client is not in it.
     expect(names['keystone-idempotency/client']?.filter((name) => /payment/i.test(name))).toEqual([]);
 
@@ -583,6 +586,42 @@ export function misuse(): void {
 console.log(JSON.stringify({ same: root.LeaseLostError === LeaseLostError && root.ReplayCache === ReplayCache, recovers: typeof recoverDue }));
 `,
     prints: { same: true, recovers: 'function' },
+  },
+  'keystone-idempotency/testing': {
+    source: `import { DriverStore } from 'keystone-idempotency/engine';
+import { describeStoreContract, type TestFramework } from 'keystone-idempotency/testing';
+// The suite registers its cases with the framework it is given: here one that only lists them.
+const names: string[] = [];
+const framework: TestFramework = {
+  describe: (name, body) => {
+    names.push(name);
+    body();
+  },
+  it: (name) => {
+    names.push(name);
+  },
+};
+describeStoreContract<number>({
+  name: 'a store to come',
+  setup: () => ({
+    store: () => {
+      throw new Error('no case runs here');
+    },
+    effect: () => 1,
+    blockedEffect: () => 0,
+    rowsUnder: async () => 0,
+    maxResponseBytes: 1024,
+  }),
+  framework,
+});
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error a harness gives its store
+  describeStoreContract({ name: 'incomplete', setup: () => ({ maxResponseBytes: 1 }) });
+}
+console.log(JSON.stringify({ suite: names[0], cases: names.length > 30, engine: typeof DriverStore }));
+`,
+    prints: { suite: 'the store contract on a store to come', cases: true, engine: 'function' },
   },
   'keystone-idempotency/client': {
     source: `import { checkIdempotencyKey, newIdempotencyKey, RetrySafeClient } from 'keystone-idempotency/client';

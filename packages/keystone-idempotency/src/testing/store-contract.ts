@@ -103,8 +103,9 @@ async function acquire(s: IdempotencyStore<unknown>, key: string, fp = 'fp'): Pr
  * The store contract (`IdempotencyStore`), as one suite of tests any store runs against its real database: exactly
  * one winner of a race, replays, mismatches, expiry, waits, takeovers that keep the downstream key, stale owners
  * fenced out (their effects with them), releases, commits that write all or nothing, responses kept byte for byte,
- * keys of any characters kept apart, the one-shot commit, and (with `faults`) every write whose reply was lost
- * recognised as its own. The package's DynamoDB and PostgreSQL stores are proven by this same suite.
+ * keys of any characters kept apart, recovery's resume and abandon (and an unfinished recoverable operation that never
+ * expires), the one-shot commit, and (with `faults`) every write whose reply was lost recognised as its own. Not
+ * `findDue`: its answer depends on every other record of the table, so each store proves it on a table of its own. The package's DynamoDB and PostgreSQL stores are proven by this same suite.
  *
  * Registers its tests with the host framework when called (at the top level of a test file, or in a `describe`),
  * and asserts with node:assert, so it needs nothing but the framework's `describe` and `it`.
@@ -635,6 +636,113 @@ export function describeStoreContract<TEffect>(options: StoreContractOptions<TEf
           ' ',
         ].map((odd) => `${base}-${odd}`);
         for (const key of keys) assert.equal(await commitThenClaimAgain(s, key), 'kept', JSON.stringify(key));
+      });
+    });
+
+    describe('resume (recovery taking over by key)', () => {
+      /** Claims `key` for work whose effect lives elsewhere: tracked in the recovery set. */
+      async function acquireRecoverable(s: IdempotencyStore<TEffect>, key: string): Promise<Lease> {
+        const outcome = await s.claim(key, 'fp', { recoverable: true });
+        if (outcome.kind !== 'acquired') assert.fail(`expected to acquire ${key}, got ${outcome.kind}`);
+        return outcome.lease;
+      }
+
+      it('takes over a released operation, keeping its fingerprint and downstream key', async () => {
+        const s = store(new ManualClock(Date.now()));
+        const key = newKey();
+        const first = await acquireRecoverable(s, key);
+        assert.equal(await s.release(first), true);
+        const resumed = await s.resume(key);
+        assertMatches(resumed, {
+          kind: 'acquired',
+          lease: { downstreamKey: first.downstreamKey, fingerprint: 'fp', takeover: true, attempt: 2 },
+        });
+        if (resumed.kind !== 'acquired') assert.fail('expected to resume');
+        await s.commit(resumed.lease, created, [h.effect(key, 'recovered')]);
+        assertMatches(await s.claim(key, 'fp'), { kind: 'replay', response: created });
+        assert.equal(await h.rowsUnder(key), 1);
+      });
+
+      it('takes over an owner whose lease ran out, and never disturbs a live one', async () => {
+        const clock = new ManualClock(Date.now());
+        const s = store(clock);
+        const key = newKey();
+        const owner = await acquireRecoverable(s, key);
+        const live = await s.resume(key);
+        assert.equal(live.kind, 'in_flight');
+        if (live.kind === 'in_flight') assert.ok(live.retryAfterMs > 0, `retryAfterMs ${live.retryAfterMs}`);
+        clock.advance(LEASE_MS + 1);
+        const resumed = await s.resume(key);
+        assertMatches(resumed, { kind: 'acquired', lease: { downstreamKey: owner.downstreamKey, attempt: 2 } });
+        await assert.rejects(s.commit(owner, created), LeaseLostError);
+      });
+
+      it('answers completed for a committed operation, and absent for a key never claimed, creating nothing', async () => {
+        const s = store(new ManualClock(Date.now()));
+        const key = newKey();
+        await s.commit(await acquireRecoverable(s, key), created);
+        assertMatches(await s.resume(key), { kind: 'completed', record: { key, status: RecordStatus.Completed } });
+        const never = newKey();
+        assertMatches(await s.resume(never), { kind: 'absent' });
+        assert.equal(await stored(never, s), undefined);
+      });
+
+      it('answers absent for another generation than the downstream key it is given', async () => {
+        const s = store(new ManualClock(Date.now()));
+        const key = newKey();
+        const first = await acquireRecoverable(s, key);
+        await s.release(first);
+        assertMatches(await s.resume(key, { downstreamKey: 'idk_another_generation' }), { kind: 'absent' });
+        assertMatches(await s.resume(key, { downstreamKey: first.downstreamKey }), { kind: 'acquired' });
+      });
+
+      it('never lets an unfinished recoverable operation expire, however long recovery takes', async () => {
+        const clock = new ManualClock(Date.now());
+        const s = store(clock, { ttlSeconds: 60 });
+        const crashed = newKey();
+        const released = newKey();
+        const owner = await acquireRecoverable(s, crashed);
+        await s.release(await acquireRecoverable(s, released));
+        clock.advance(10 * 60_000);
+        assertMatches(await s.get(crashed), { status: RecordStatus.InProgress, downstreamKey: owner.downstreamKey });
+        assertMatches(await s.get(released), { status: RecordStatus.Released });
+        // A late retry takes it over under the same downstream key, never as a fresh generation.
+        assertMatches(await s.claim(crashed, 'fp'), {
+          kind: 'acquired',
+          lease: { takeover: true, downstreamKey: owner.downstreamKey },
+        });
+        assertMatches(await s.resume(released), { kind: 'acquired', lease: { takeover: true } });
+      });
+    });
+
+    describe('abandon', () => {
+      it('gives up an operation: out of the recovery set, kept a full TTL, and a late retry keeps its downstream key', async () => {
+        const clock = new ManualClock(Date.now());
+        const s = store(clock, { ttlSeconds: 3600 });
+        const key = newKey();
+        const claimed = await s.claim(key, 'fp', { recoverable: true });
+        if (claimed.kind !== 'acquired') assert.fail(`expected to acquire, got ${claimed.kind}`);
+        clock.advance(5_000);
+        assert.equal(await s.abandon(claimed.lease), true);
+        const record = await stored(key, s);
+        assertMatches(record, { status: RecordStatus.Abandoned, expiresAt: Math.ceil(clock.now() / 1000) + 3600 });
+        assert.equal(record?.recoverAt, undefined, 'out of the recovery set');
+        assert.equal((await s.claim(key, 'other')).kind, 'mismatch');
+        assertMatches(await s.claim(key, 'fp'), {
+          kind: 'acquired',
+          lease: { takeover: true, downstreamKey: claimed.lease.downstreamKey },
+        });
+      });
+
+      it('never abandons a claim it does not own', async () => {
+        const clock = new ManualClock(Date.now());
+        const s = store(clock);
+        const key = newKey();
+        const stale = await acquire(s, key);
+        clock.advance(LEASE_MS + 1);
+        const current = await acquire(s, key);
+        assert.equal(await s.abandon(stale), false);
+        assertMatches(await stored(key, s), { status: RecordStatus.InProgress, leaseToken: current.leaseToken });
       });
     });
 
