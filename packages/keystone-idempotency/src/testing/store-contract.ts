@@ -104,8 +104,9 @@ async function acquire(s: IdempotencyStore<unknown>, key: string, fp = 'fp'): Pr
  * one winner of a race, replays, mismatches, expiry, waits, takeovers that keep the downstream key, stale owners
  * fenced out (their effects with them), releases, commits that write all or nothing, responses kept byte for byte,
  * keys of any characters kept apart, recovery's resume and abandon (and an unfinished recoverable operation that never
- * expires), the one-shot commit, and (with `faults`) every write whose reply was lost recognised as its own. Not
- * `findDue`: its answer depends on every other record of the table, so each store proves it on a table of its own. The package's DynamoDB and PostgreSQL stores are proven by this same suite.
+ * expires), the one-shot commit, and (with `faults`) every write whose reply was lost recognised as its own. The
+ * package's DynamoDB and PostgreSQL stores are proven by this same suite. Not `findDue`: its answer depends on every
+ * other record of the table, so each store proves it on a table of its own.
  *
  * Registers its tests with the host framework when called (at the top level of a test file, or in a `describe`),
  * and asserts with node:assert, so it needs nothing but the framework's `describe` and `it`.
