@@ -15,8 +15,8 @@ const base = {
   // The library's package.json maps each entry point under this condition to its source (tsconfig.json's
   // customConditions): the service's tests import it by name and run its TypeScript, never a build.
   testEnvironmentOptions: { customExportConditions: ['keystone-source', 'node', 'node-addons'] },
-  // The service's tests, and the local AWS emulation's own (packages/local-aws/test).
-  roots: ['<rootDir>/test', '<rootDir>/packages/local-aws/test'],
+  // The service's tests, the library's own (packages/keystone-idempotency/test), and the local AWS emulation's.
+  roots: ['<rootDir>/test', '<rootDir>/packages/keystone-idempotency/test', '<rootDir>/packages/local-aws/test'],
   transform: { '^.+\\.(t|j)s$': ['@swc/jest'] },
   transformIgnorePatterns: ['/node_modules/(?!(@middy|@redocly|ky)/)'],
   moduleNameMapper: {

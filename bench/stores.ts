@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ConnectionTracker, RoundTrips } from '@keystone-idempotency/local-aws/pg-meter';
 import { type PostgresLocal, startPostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
 import { Pool } from 'pg';
 import { migrateService, PostgresPayments } from '../lib/payments/postgres';
@@ -16,7 +17,6 @@ import {
   paymentEvent,
   paymentOf,
 } from './payment-flow';
-import { ConnectionTracker, RoundTrips } from './pg-meter';
 import { countPayments, DEFAULT_STORM } from './storm';
 import { type CallOutcome, createVariants, holdThroughEffect, type Variant } from './variants';
 

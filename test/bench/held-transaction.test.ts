@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { ConnectionTracker } from '@keystone-idempotency/local-aws/pg-meter';
 import { Pool } from 'pg';
 import { ConflictError, Db, documentTableSql, withIdempotency } from '../../bench/held-transaction';
-import { ConnectionTracker } from '../../bench/pg-meter';
 import { eventually } from '../support/eventually';
 import { postgresUrl } from '../support/postgres';
 

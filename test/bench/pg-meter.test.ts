@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ConnectionTracker, RoundTrips } from '@keystone-idempotency/local-aws/pg-meter';
 import { Pool } from 'pg';
-import { ConnectionTracker, RoundTrips } from '../../bench/pg-meter';
 import { postgresUrl } from '../support/postgres';
 
 describe('RoundTrips', () => {

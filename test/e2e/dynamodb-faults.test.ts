@@ -1,8 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { RecordAttribute } from '../../packages/keystone-idempotency/src/dynamodb/layout';
-import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
-import { localDocumentClient } from '../support/dynamodb';
 import {
   type ArmedRule,
   DynamoDbError,
@@ -12,9 +9,12 @@ import {
   type RequestMatcher,
   replyGate,
   startDynamoDbFaultProxy,
-} from '../support/dynamodb-fault-proxy';
+} from '@keystone-idempotency/local-aws/dynamodb-fault-proxy';
+import { RecordAttribute } from '../../packages/keystone-idempotency/src/dynamodb/layout';
+import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
+import { engineRequests } from '../../packages/keystone-idempotency/test/support/engine-requests';
+import { localDocumentClient } from '../support/dynamodb';
 import { e2eStack } from '../support/e2e-stack';
-import { engineRequests } from '../support/engine-requests';
 import { eventually } from '../support/eventually';
 
 /**

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { Client } from 'pg';
-import { e2eStack } from '../support/e2e-stack';
-import { eventually } from '../support/eventually';
-import { postgresUrl } from '../support/postgres';
 import {
   type PostgresFaultProxy,
   type RequestMatcher,
   startPostgresFaultProxy,
   type WireRequest,
-} from '../support/postgres-fault-proxy';
+} from '@keystone-idempotency/local-aws/postgres-fault-proxy';
+import { Client } from 'pg';
+import { e2eStack } from '../support/e2e-stack';
+import { eventually } from '../support/eventually';
+import { postgresUrl } from '../support/postgres';
 
 /**
  * The payments service on PostgreSQL, with the database's replies lost or held back on the wire (a TCP proxy that

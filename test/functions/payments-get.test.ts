@@ -1,7 +1,11 @@
+import {
+  type DynamoDbFaultProxy,
+  DynamoDbTarget,
+  startDynamoDbFaultProxy,
+} from '@keystone-idempotency/local-aws/dynamodb-fault-proxy';
 import type { APIGatewayProxyEvent, APIGatewayProxyEventV2, APIGatewayProxyResult } from 'aws-lambda';
 import { apiEvent, lambdaContext } from '../support/api-event';
 import { testDatabase } from '../support/dynamodb';
-import { type DynamoDbFaultProxy, DynamoDbTarget, startDynamoDbFaultProxy } from '../support/dynamodb-fault-proxy';
 import { httpApiEvent, lambdaCaller } from '../support/front-door-events';
 
 /**

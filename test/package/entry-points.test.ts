@@ -141,3 +141,39 @@ describe('the service', () => {
     expect(deep).toEqual([]);
   });
 });
+
+describe('the library', () => {
+  it('imports nothing outside its package (sources and tests) but the packages its manifest names, and local-aws', () => {
+    const library = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as Record<
+      'dependencies' | 'peerDependencies' | 'devDependencies',
+      Record<string, string> | undefined
+    >;
+    const named = [library.dependencies, library.peerDependencies, library.devDependencies].flatMap((deps) =>
+      Object.keys(deps ?? {}),
+    );
+    const allowed = (specifier: string) =>
+      specifier.startsWith('node:') ||
+      specifier === 'aws-lambda' || // types only (@types/aws-lambda, a peer)
+      [manifest.name, '@keystone-idempotency/local-aws', ...named].some(
+        (name) => specifier === name || specifier.startsWith(`${name}/`),
+      );
+    const files = ['src', 'test'].flatMap((folder) => sources(join('packages', 'keystone-idempotency', folder)));
+    expect(files.length).toBeGreaterThan(100);
+    const outside = files.flatMap((file) =>
+      // Static imports and re-exports (`import … from '…'`, `export … from '…'`, `import '…'`), and dynamic ones.
+      [
+        ...readFileSync(join(root, file), 'utf8').matchAll(
+          /^\s*(?:import|export)\s[^;]*?\bfrom\s*'([^']+)'|^\s*import\s*'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/gm,
+        ),
+      ]
+        .map((match) => match[1] ?? match[2] ?? match[3] ?? '')
+        .filter((specifier) =>
+          specifier.startsWith('.')
+            ? relative(packageRoot, resolve(root, dirname(file), specifier)).startsWith('..')
+            : !allowed(specifier),
+        )
+        .map((specifier) => `${file} imports ${specifier}`),
+    );
+    expect(outside).toEqual([]);
+  });
+});

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { localClient, localDocumentClient, testDatabase } from './dynamodb';
 import {
   type DynamoDbFaultProxy,
   DynamoDbTarget,
   type RequestMatcher,
   replyGate,
   startDynamoDbFaultProxy,
-} from './dynamodb-fault-proxy';
+} from '@keystone-idempotency/local-aws/dynamodb-fault-proxy';
+import { localClient, localDocumentClient, testDatabase } from './dynamodb';
 import { eventually } from './eventually';
 
 /** The proxy's faults, against DynamoDB Local and the real SDK: what each does to a write and what the caller sees. */

@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import {
+  type PostgresFaultProxy,
+  type RequestMatcher,
+  startPostgresFaultProxy,
+} from '@keystone-idempotency/local-aws/postgres-fault-proxy';
 import type { Pool } from 'pg';
 import { testPostgres } from './postgres';
-import { type PostgresFaultProxy, type RequestMatcher, startPostgresFaultProxy } from './postgres-fault-proxy';
 
 /** The proxy's faults, against PostgreSQL and the real driver: what each does to a write and what the caller sees. */
 const pg = testPostgres();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { RoundTrips } from '@keystone-idempotency/local-aws/pg-meter';
 import { Pool, type PoolConfig } from 'pg';
-import { RoundTrips } from '../../bench/pg-meter';
 import { migrate } from '../../packages/keystone-idempotency/src/postgres/migrate';
 import { PostgresStore, type PostgresStoreOptions } from '../../packages/keystone-idempotency/src/postgres/store';
 

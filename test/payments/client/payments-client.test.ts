@@ -1,7 +1,7 @@
 import { problemType } from 'keystone-idempotency/http';
 import { PaymentProblemType, type PaymentResult, PaymentsClient, readPayment } from '../../../lib/payments/client';
 import { PROBLEM_TYPE_BASE, PaymentProblemType as ServerProblemType } from '../../../lib/payments/problems';
-import { idempotencyKeys, problem, type Step, scriptedFetch } from '../../client/scripted-fetch';
+import { idempotencyKeys, problem, type Step, scriptedFetch } from '../../support/scripted-fetch';
 
 /**
  * The payments API's client: the library's retry-safe client pointed at POST /payments with the account's key, and

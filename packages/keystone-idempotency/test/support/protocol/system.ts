@@ -1,0 +1,171 @@
+import { randomUUID } from 'node:crypto';
+import type { IdempotencyStore } from '../../../src/engine/contract';
+import type { Lease, StoredResponse } from '../../../src/engine/record';
+import { FakeClock } from '../fake-clock';
+import type { Charge } from './outside-processor';
+import { OutsideProcessor } from './outside-processor';
+
+/**
+ * How a call reaches the database:
+ * - `direct`: as sent, as answered;
+ * - `sdk-retry`: the reply to each request's first sending is lost after the database applied it, and the client
+ *   sends the same request again, as the AWS SDK does after a dropped connection (and the PostgreSQL store does on a
+ *   fresh connection);
+ * - `reply-lost`: every reply is lost after the database applied the request, and the client gives up: the caller
+ *   sees an error without knowing whether its write landed.
+ */
+export const Delivery = { direct: 'direct', sdkRetry: 'sdk-retry', replyLost: 'reply-lost' } as const;
+export type Delivery = (typeof Delivery)[keyof typeof Delivery];
+
+export interface ProtocolSystemOptions {
+  readonly leaseSeconds: number;
+  readonly ttlSeconds: number;
+  /** Epoch ms. At or after the real now: DynamoDB Local's TTL sweeper deletes what is past in wall-clock time. */
+  readonly startAt: number;
+  readonly operations: number;
+}
+
+/**
+ * A record as the database holds it, in the engine's vocabulary (times as numbers, absent fields undefined), and
+ * whether it is in the recovery set as the database keeps that set (DynamoDB: the index attributes are there).
+ */
+export type StoredItem = Readonly<Record<string, unknown>> & { readonly inRecoveryIndex: boolean };
+
+/** The real state after a step: the run's records (in key order) and its effect rows. */
+export interface Snapshot {
+  readonly items: readonly (StoredItem | undefined)[];
+  readonly rows: readonly EffectRow[];
+}
+
+/** The row an owner's commit writes with the completion: the witness, in our tables, that the work was recorded. */
+export interface EffectRow {
+  readonly sk: string;
+  readonly downstreamKey: string;
+  readonly leaseToken: string;
+  readonly chargeId: string;
+}
+
+/** What a store under test is built with in a run. */
+export interface StoreSettings {
+  readonly clock: FakeClock;
+  readonly leaseSeconds: number;
+  readonly ttlSeconds: number;
+}
+
+/**
+ * One store under the protocol model: its tables, how a call's replies get lost on the way back, and how to read
+ * what it holds. Made inside a `describe` (its hooks create the tables and the means of losing replies).
+ */
+export interface ProtocolBackend {
+  /** One key per operation of a run, such that operations due at the same moment are offered in key order. */
+  keys(run: string, count: number): string[];
+  /** Where an operation's key sorts among operations due at the same moment (lower first). */
+  dueRank(key: string): number;
+  /** Runs `use` with a store whose calls are delivered as `delivery` says. */
+  via<T>(
+    delivery: Delivery,
+    settings: StoreSettings,
+    use: (store: IdempotencyStore<unknown>) => Promise<T>,
+  ): Promise<T>;
+  /** The records under `keys` (read strongly), in that order; undefined where there is none. */
+  records(keys: readonly string[]): Promise<(StoredItem | undefined)[]>;
+  effectRows(effectsPk: string): Promise<EffectRow[]>;
+  /** The effect that writes `row`. No condition of its own: fencing alone must keep it single. */
+  effect(effectsPk: string, row: EffectRow): unknown;
+  /** What the database's own deletion of expired records does (DynamoDB's TTL, the PostgreSQL store's purge). */
+  sweepExpired(keys: readonly string[], settings: StoreSettings): Promise<void>;
+  cleanUp(keys: readonly string[], effectsPk: string): Promise<void>;
+}
+
+/**
+ * The real system a protocol model runs against: the engine on a store with a controlled clock, the outside
+ * processor, and deliveries that lose replies on demand. Each run has its own keys and effect partition, and deletes
+ * what it wrote when done, so that runs sharing a table never see each other (the recovery set included).
+ */
+export class ProtocolSystem {
+  readonly clock: FakeClock;
+  readonly processor = new OutsideProcessor();
+  readonly keys: readonly string[];
+  /** The partition of the effects table this run's effect rows go to: one query reads them all. */
+  readonly effectsPk: string;
+  private readonly settings: StoreSettings;
+  /** The state last read, until a call may have changed it: steps that only move the clock or the processor skip the reads. */
+  #snapshot: Snapshot | undefined;
+
+  constructor(
+    private readonly backend: ProtocolBackend,
+    options: ProtocolSystemOptions,
+  ) {
+    const run = randomUUID();
+    this.clock = new FakeClock(options.startAt);
+    this.keys = backend.keys(run, options.operations);
+    this.effectsPk = `MODEL#${run}`;
+    this.settings = { clock: this.clock, leaseSeconds: options.leaseSeconds, ttlSeconds: options.ttlSeconds };
+  }
+
+  /** Where an operation sorts among operations due at the same moment. */
+  dueRank(opIndex: number): number {
+    return this.backend.dueRank(this.keys[opIndex]!);
+  }
+
+  /** Runs `use` with a store whose requests are delivered as `delivery` says. */
+  async via<T>(delivery: Delivery, use: (store: IdempotencyStore<unknown>) => Promise<T>): Promise<T> {
+    this.#snapshot = undefined;
+    return this.backend.via(delivery, this.settings, use);
+  }
+
+  /** The run's records and effect rows as they are now. */
+  async snapshot(): Promise<Snapshot> {
+    if (!this.#snapshot) {
+      const [items, rows] = await Promise.all([this.records(), this.effectRows()]);
+      this.#snapshot = { items, rows };
+    }
+    return this.#snapshot;
+  }
+
+  /** The records under the run's keys, in key order; undefined where there is none. */
+  records(): Promise<(StoredItem | undefined)[]> {
+    return this.backend.records(this.keys);
+  }
+
+  effectRows(): Promise<EffectRow[]> {
+    return this.backend.effectRows(this.effectsPk);
+  }
+
+  /** The database's own deletion gets round to what has expired (and nothing else). */
+  async sweepExpired(): Promise<void> {
+    this.#snapshot = undefined;
+    await this.backend.sweepExpired(this.keys, this.settings);
+  }
+
+  /** The effect an owner commits with its completion. No condition of its own: fencing alone must keep it single. */
+  effectOf(opIndex: number, lease: Lease, charge: Charge): unknown {
+    return this.backend.effect(this.effectsPk, {
+      sk: effectRowKey(opIndex, lease.leaseToken),
+      downstreamKey: lease.downstreamKey,
+      leaseToken: lease.leaseToken,
+      chargeId: charge.id,
+    });
+  }
+
+  /** Deletes the run's records and effect rows, so that no later run finds them due or in its way. */
+  cleanUp(): Promise<void> {
+    return this.backend.cleanUp(this.keys, this.effectsPk);
+  }
+}
+
+export function effectRowKey(opIndex: number, leaseToken: string): string {
+  return `op${opIndex}#${leaseToken}`;
+}
+
+/**
+ * The response an owner stores: it names the charge and the lease that committed it, so that a second commit
+ * (by an owner that should have been fenced out) could never pass for a replay of the first.
+ */
+export function responseOf(lease: Lease, charge: Charge): StoredResponse {
+  return {
+    statusCode: 201,
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ charge: charge.id, downstream_key: lease.downstreamKey, committed_by: lease.leaseToken }),
+  };
+}
