@@ -1,20 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import {
-  type PostgresFaultProxy,
-  type RequestMatcher,
-  startPostgresFaultProxy,
-} from '@keystone-idempotency/local-aws/postgres-fault-proxy';
 import type { Pool } from 'pg';
-import { testPostgres } from './postgres';
+import { type PostgresFaultProxy, type RequestMatcher, startPostgresFaultProxy } from '../src/postgres-fault-proxy';
+import { postgresUrl, testSchema } from './databases';
 
 /** The proxy's faults, against PostgreSQL and the real driver: what each does to a write and what the caller sees. */
-const pg = testPostgres();
+const pg = testSchema();
 let proxy: PostgresFaultProxy;
 let pool: Pool;
 let pipelined: Pool;
 
 beforeAll(async () => {
-  proxy = await startPostgresFaultProxy(process.env.POSTGRES_URL!);
+  proxy = await startPostgresFaultProxy(postgresUrl());
   pool = pg.pool2({ connectionString: proxy.url });
   pipelined = pg.pool2({ connectionString: proxy.url, pipeline: true });
 });

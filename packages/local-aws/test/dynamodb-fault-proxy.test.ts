@@ -6,17 +6,17 @@ import {
   type RequestMatcher,
   replyGate,
   startDynamoDbFaultProxy,
-} from '@keystone-idempotency/local-aws/dynamodb-fault-proxy';
-import { localClient, localDocumentClient, testDatabase } from './dynamodb';
-import { eventually } from './eventually';
+} from '../src/dynamodb-fault-proxy';
+import { dynamoDbEndpoint, localClient, localDocumentClient, testTable } from './databases';
+import { eventually } from './support';
 
 /** The proxy's faults, against DynamoDB Local and the real SDK: what each does to a write and what the caller sees. */
-const db = testDatabase();
+const db = testTable();
 let proxy: DynamoDbFaultProxy;
 const clients: ReturnType<typeof localClient>[] = [];
 
 beforeAll(async () => {
-  proxy = await startDynamoDbFaultProxy(process.env.DYNAMODB_ENDPOINT!);
+  proxy = await startDynamoDbFaultProxy(dynamoDbEndpoint());
 });
 afterAll(async () => {
   for (const client of clients) client.destroy();
@@ -33,7 +33,7 @@ function throughProxy(maxAttempts?: number) {
 /** A put of one item, and a matcher for exactly that put. */
 function putOf(pk: string): { command: PutCommand; match: RequestMatcher } {
   return {
-    command: new PutCommand({ TableName: db.paymentsTable, Item: { pk, sk: 'ITEM' } }),
+    command: new PutCommand({ TableName: db.name, Item: { pk, sk: 'ITEM' } }),
     match: {
       name: `put of ${pk}`,
       target: DynamoDbTarget.PutItem,
@@ -43,7 +43,7 @@ function putOf(pk: string): { command: PutCommand; match: RequestMatcher } {
 }
 
 async function stored(pk: string): Promise<boolean> {
-  const { Item } = await db.doc.send(new GetCommand({ TableName: db.paymentsTable, Key: { pk, sk: 'ITEM' } }));
+  const { Item } = await db.doc.send(new GetCommand({ TableName: db.name, Key: { pk, sk: 'ITEM' } }));
   return Item !== undefined;
 }
 
@@ -97,7 +97,7 @@ describe('startDynamoDbFaultProxy', () => {
     const startedAt = Date.now();
     const put = throughProxy().send(command);
     // The write lands while its reply is held: seen from DynamoDB, within the 5 s the proxy holds it.
-    await eventually(() => stored(pk), Boolean, 4000);
+    await eventually(async () => ((await stored(pk)) ? true : undefined), 4000);
     expect(proxy.requests(match).map((request) => request.outcome)).toEqual(['pending']);
     await put;
     expect(Date.now() - startedAt).toBeGreaterThanOrEqual(5000);
@@ -115,7 +115,7 @@ describe('startDynamoDbFaultProxy', () => {
       .then(() => {
         answered = true;
       });
-    await eventually(() => stored(pk), Boolean, 4000);
+    await eventually(async () => ((await stored(pk)) ? true : undefined), 4000);
     expect(proxy.requests(match).map((request) => request.outcome)).toEqual(['pending']);
     expect(answered).toBe(false);
     letGo();
@@ -130,14 +130,11 @@ describe('startDynamoDbFaultProxy', () => {
     proxy.arm({ match, fault: { mode: 'hold-reply', until }, count: 1 });
     const caller = new AbortController();
     const put = throughProxy(1).send(command, { abortSignal: caller.signal });
-    await eventually(() => stored(pk), Boolean, 4000);
+    await eventually(async () => ((await stored(pk)) ? true : undefined), 4000);
     caller.abort(); // the caller is gone: its connection closes
     await expect(put).rejects.toMatchObject({ name: 'AbortError' });
     // Seen as dropped while the reply is still held: no need to let it go to know the caller never hears.
-    await eventually(
-      () => proxy.requests(match).map((request) => request.outcome),
-      (seen) => seen[0] !== 'pending',
-    );
+    await eventually(() => (proxy.requests(match)[0]?.outcome !== 'pending' ? true : undefined));
     expect(proxy.requests(match).map((request) => request.outcome)).toEqual(['dropped']);
     letGo();
   });

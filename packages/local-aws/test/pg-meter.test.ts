@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConnectionTracker, RoundTrips } from '@keystone-idempotency/local-aws/pg-meter';
 import { Pool } from 'pg';
-import { postgresUrl } from '../support/postgres';
+import { ConnectionTracker, RoundTrips } from '../src/pg-meter';
+import { postgresUrl } from './databases';
 
 describe('RoundTrips', () => {
   const roundTrips = new RoundTrips();
