@@ -1,13 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DescribeTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import { idempotencyTableRequests } from 'keystone-idempotency/dynamodb';
 import { idempotencyTable, paymentsTable } from '../lib/tables/definitions';
-import { ensureTable } from '../lib/tables/ensure';
+import { createTableInput, ensureTable } from '../lib/tables/ensure';
 import { RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from '../packages/keystone-idempotency/src/dynamodb/layout';
 import { createTestTable, localClient } from './support/dynamodb';
 
 describe('table definitions', () => {
   const client = localClient();
   afterAll(() => client.destroy());
+
+  it("asks for the very table the library's idempotencyTableRequests describes (one definition)", () => {
+    expect(createTableInput(idempotencyTable, 't')).toEqual(idempotencyTableRequests('t').createTable);
+  });
 
   it('creates the idempotency table with TTL on the engine expiry attribute', async () => {
     const name = await createTestTable(client, idempotencyTable);
