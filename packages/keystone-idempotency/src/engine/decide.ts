@@ -97,6 +97,6 @@ export function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
  *
  * @internal the package's own stores and adapters use it; not exported by the package
  */
-export function isOwnCompletion(record: IdempotencyRecord | undefined, lease: Lease): boolean {
+export function isOwnCompletion(record: IdempotencyRecord | undefined, lease: Pick<Lease, 'leaseToken'>): boolean {
   return record?.status === RecordStatus.Completed && record.leaseToken === lease.leaseToken;
 }

@@ -19,6 +19,7 @@ import {
   claimRounds,
   expiryFrom,
   freshClaimRecord,
+  type OneShotStore,
   type OwnershipWrites,
   oneShotRounds,
   type RecordSource,
@@ -60,6 +61,8 @@ export class DriverStore<TEffect> implements IdempotencyStore<TEffect> {
   private readonly maxResponseBytes: number;
   /** The writes and read the engine's claim and resume rounds drive. */
   private readonly ownership: OwnershipWrites;
+  /** What the one-shot rounds make records with, and read. */
+  private readonly oneShot: OneShotStore;
 
   constructor(driver: IdempotencyDriver<TEffect>, options: StoreLifetimeOptions = {}) {
     const { leaseMs, ttlSeconds } = storeTimings(options);
@@ -75,6 +78,13 @@ export class DriverStore<TEffect> implements IdempotencyStore<TEffect> {
       leaseMs: this.leaseMs,
       putFresh: (key, fingerprint, claim) => this.putFresh(key, fingerprint, claim),
       takeOver: (previous, now, claim) => this.takeOver(previous, now, claim),
+      get: (key) => this.get(key),
+    };
+    this.oneShot = {
+      clock: this.clock,
+      ids: this.ids,
+      ttlSeconds: this.ttlSeconds,
+      maxResponseBytes: this.maxResponseBytes,
       get: (key) => this.get(key),
     };
   }
@@ -156,22 +166,13 @@ export class DriverStore<TEffect> implements IdempotencyStore<TEffect> {
     fingerprint: string,
     build: (context: OneShotContext) => Promise<{ response: StoredResponse; effects: readonly TEffect[] }>,
   ): Promise<OneShotOutcome> {
-    const store = {
-      clock: this.clock,
-      ids: this.ids,
-      ttlSeconds: this.ttlSeconds,
-      maxResponseBytes: this.maxResponseBytes,
-      get: (k: string) => this.get(k),
-    };
-    return oneShotRounds<TEffect>(store, key, fingerprint, build, async ({ record, previous, effects, now }) => {
+    return oneShotRounds<TEffect>(this.oneShot, key, fingerprint, build, async ({ record, previous, effects, now }) => {
       if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
       this.checkEffects(effects);
       const written = await this.driver.commitOneShot({ record, previous, effects, now });
       if (written.kind === 'written') return { kind: 'committed' };
       // Sent again after its reply was lost, it meets the completion it wrote: its own.
-      const met = written.record;
-      if (met?.leaseToken === record.leaseToken && met.status === RecordStatus.Completed) return { kind: 'committed' };
-      return { kind: 'met', record: met };
+      return isOwnCompletion(written.record, record) ? { kind: 'committed' } : { kind: 'met', record: written.record };
     });
   }
 
