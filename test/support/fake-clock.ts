@@ -1,12 +1,5 @@
-import type { Clock } from '../../packages/keystone-idempotency/src/engine/clock';
-
-/** A clock that moves only when told to. */
-export class FakeClock implements Clock {
-  constructor(private ms = Date.UTC(2026, 10, 30, 12, 0, 0)) {}
-  now(): number {
-    return this.ms;
-  }
-  advance(ms: number): void {
-    this.ms += ms;
-  }
-}
+/**
+ * The library's own test fixture (packages/keystone-idempotency/test/support/fake-clock.ts),
+ * used by the service's tests as it is: one copy, not two that drift.
+ */
+export * from '../../packages/keystone-idempotency/test/support/fake-clock';
