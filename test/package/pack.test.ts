@@ -534,7 +534,9 @@ describe('its peer dependencies, as the package README lists them', () => {
     );
     // A store of your own: the engine's protocol over a driver, and the suite that proves it.
     expect(names['keystone-idempotency/engine']).toEqual(expect.arrayContaining(['DriverStore']));
-    expect(names['keystone-idempotency/testing']).toEqual(['describeStoreContract']);
+    expect(names['keystone-idempotency/testing']).toEqual(
+      expect.arrayContaining(['describeStoreContract', 'describeProtocolModel', 'ManualClock', 'Delivery']),
+    );
     // The package's client is the generic one: the reference service's payments client is not in it.
     expect(names['keystone-idempotency/client']?.filter((name) => /payment/i.test(name))).toEqual([]);
 
@@ -589,7 +591,7 @@ console.log(JSON.stringify({ same: root.LeaseLostError === LeaseLostError && roo
   },
   'keystone-idempotency/testing': {
     source: `import { DriverStore } from 'keystone-idempotency/engine';
-import { describeStoreContract, type TestFramework } from 'keystone-idempotency/testing';
+import { describeProtocolModel, describeStoreContract, type TestFramework } from 'keystone-idempotency/testing';
 // The suite registers its cases with the framework it is given: here one that only lists them.
 const names: string[] = [];
 const framework: TestFramework = {
@@ -614,14 +616,27 @@ describeStoreContract<number>({
   }),
   framework,
 });
+// Registering the model test loads no fast-check (this project has none): only running it does.
+describeProtocolModel({
+  name: 'a store to come',
+  setup: () => {
+    throw new Error('not set up here');
+  },
+  framework: { describe: (name) => names.push(name), it: () => undefined },
+});
 // Never called: the compiler's check, not the program's.
 export function misuse(): void {
   // @ts-expect-error a harness gives its store
   describeStoreContract({ name: 'incomplete', setup: () => ({ maxResponseBytes: 1 }) });
 }
-console.log(JSON.stringify({ suite: names[0], cases: names.length > 30, engine: typeof DriverStore }));
+console.log(JSON.stringify({ suite: names[0], model: names.at(-1), cases: names.length > 30, engine: typeof DriverStore }));
 `,
-    prints: { suite: 'the store contract on a store to come', cases: true, engine: 'function' },
+    prints: {
+      suite: 'the store contract on a store to come',
+      model: 'the idempotency protocol on a store to come',
+      cases: true,
+      engine: 'function',
+    },
   },
   'keystone-idempotency/client': {
     source: `import { checkIdempotencyKey, newIdempotencyKey, RetrySafeClient } from 'keystone-idempotency/client';

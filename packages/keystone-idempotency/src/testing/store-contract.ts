@@ -11,6 +11,7 @@ import {
 import { scopedKey } from '../engine/key.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
 import { frameworkOf, type TestFramework } from './framework.js';
+import { ManualClock } from './manual-clock.js';
 import { assertMatches, rejection } from './match.js';
 
 /** What the suite builds a store with: a clock it moves, and the lease and TTL a case needs. */
@@ -71,17 +72,6 @@ export interface StoreContractOptions<TEffect> {
 /** The lease every case's store holds, in seconds: the cases move the clock past it (30_001 ms) or not. */
 const LEASE_SECONDS = 30;
 const LEASE_MS = LEASE_SECONDS * 1000;
-
-/** A clock that moves only when told to. */
-class ManualClock implements Clock {
-  constructor(private ms = Date.UTC(2026, 10, 30, 12, 0, 0)) {}
-  now(): number {
-    return this.ms;
-  }
-  advance(ms: number): void {
-    this.ms += ms;
-  }
-}
 
 const created: StoredResponse = {
   statusCode: 201,

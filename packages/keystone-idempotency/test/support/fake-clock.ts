@@ -1,12 +1,2 @@
-import type { Clock } from '../../src/engine/clock';
-
-/** A clock that moves only when told to. */
-export class FakeClock implements Clock {
-  constructor(private ms = Date.UTC(2026, 10, 30, 12, 0, 0)) {}
-  now(): number {
-    return this.ms;
-  }
-  advance(ms: number): void {
-    this.ms += ms;
-  }
-}
+/** A clock that moves only when told to: the one the published suites use. */
+export { ManualClock as FakeClock } from '../../src/testing/manual-clock';

@@ -14,9 +14,15 @@ import { splitScopedKey } from '../../../src/engine/key';
 import { fromJson, type RecordJson } from '../../../src/postgres/codec';
 import { recordJson } from '../../../src/postgres/schema';
 import type { PostgresStore } from '../../../src/postgres/store';
+import {
+  Delivery,
+  type EffectRow,
+  type ProtocolBackend,
+  type StoredItem,
+  type StoreSettings,
+} from '../../../src/testing/protocol/system';
 import { localClient, localDocumentClient, testDatabase } from '../dynamodb';
 import { testPostgres } from '../postgres';
-import { Delivery, type EffectRow, type ProtocolBackend, type StoredItem, type StoreSettings } from './system';
 
 /** The protocol model on DynamoDB Local: replies lost inside the AWS SDK, after DynamoDB answered. */
 export function dynamoDbProtocol(): ProtocolBackend {

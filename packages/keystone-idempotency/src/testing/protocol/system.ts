@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { IdempotencyStore } from '../../../src/engine/contract';
-import type { Lease, StoredResponse } from '../../../src/engine/record';
-import { FakeClock } from '../fake-clock';
-import type { Charge } from './outside-processor';
-import { OutsideProcessor } from './outside-processor';
+import type { IdempotencyStore } from '../../engine/contract.js';
+import type { Lease, StoredResponse } from '../../engine/record.js';
+import { ManualClock } from '../manual-clock.js';
+import type { Charge } from './outside-processor.js';
+import { OutsideProcessor } from './outside-processor.js';
 
 /**
  * How a call reaches the database:
@@ -47,7 +47,7 @@ export interface EffectRow {
 
 /** What a store under test is built with in a run. */
 export interface StoreSettings {
-  readonly clock: FakeClock;
+  readonly clock: ManualClock;
   readonly leaseSeconds: number;
   readonly ttlSeconds: number;
 }
@@ -83,7 +83,7 @@ export interface ProtocolBackend {
  * what it wrote when done, so that runs sharing a table never see each other (the recovery set included).
  */
 export class ProtocolSystem {
-  readonly clock: FakeClock;
+  readonly clock: ManualClock;
   readonly processor = new OutsideProcessor();
   readonly keys: readonly string[];
   /** The partition of the effects table this run's effect rows go to: one query reads them all. */
@@ -97,7 +97,7 @@ export class ProtocolSystem {
     options: ProtocolSystemOptions,
   ) {
     const run = randomUUID();
-    this.clock = new FakeClock(options.startAt);
+    this.clock = new ManualClock(options.startAt);
     this.keys = backend.keys(run, options.operations);
     this.effectsPk = `MODEL#${run}`;
     this.settings = { clock: this.clock, leaseSeconds: options.leaseSeconds, ttlSeconds: options.ttlSeconds };

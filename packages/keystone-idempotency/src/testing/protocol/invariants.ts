@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import { RecordStatus, type StoredResponse } from '../../../src/engine/record';
-import type { ModelRecord, ProtocolModel } from './reference-model';
-import type { EffectRow, ProtocolSystem, Snapshot, StoredItem } from './system';
+import { RecordStatus, type StoredResponse } from '../../engine/record.js';
+import type { ModelRecord, ProtocolModel } from './reference-model.js';
+import type { EffectRow, ProtocolSystem, Snapshot, StoredItem } from './system.js';
 
 /** A promise of the protocol was broken: named, so that a failing run says which one. */
 export class InvariantViolation extends Error {

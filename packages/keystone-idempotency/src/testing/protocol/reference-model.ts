@@ -1,5 +1,5 @@
-import { type Lease, RecordStatus, type StoredResponse } from '../../../src/engine/record';
-import type { Charge } from './outside-processor';
+import { type Lease, RecordStatus, type StoredResponse } from '../../engine/record.js';
+import type { Charge } from './outside-processor.js';
 
 /**
  * The protocol as the README states it, written again from scratch and kept deliberately naive, for a model-based

@@ -1,11 +1,15 @@
 import { isDeepStrictEqual } from 'node:util';
-import fc from 'fast-check';
-import type { ClaimOutcome, DueOperation } from '../../../src/engine/contract';
-import { LeaseLostError } from '../../../src/engine/errors';
-import type { Lease } from '../../../src/engine/record';
-import { RecordStatus } from '../../../src/engine/record';
-import { type RecoveryResolver, recoverDue } from '../../../src/engine/recovery';
-import { checkConformance, checkSafety, expectCommittedResponse } from './invariants';
+import type { Arbitrary, AsyncCommand } from 'fast-check';
+
+/** fast-check's module, passed in: the package loads it only when a model runs (an optional peer). */
+export type FastCheck = typeof import('fast-check');
+
+import type { ClaimOutcome, DueOperation } from '../../engine/contract.js';
+import { LeaseLostError } from '../../engine/errors.js';
+import type { Lease } from '../../engine/record.js';
+import { RecordStatus } from '../../engine/record.js';
+import { type RecoveryResolver, recoverDue } from '../../engine/recovery.js';
+import { checkConformance, checkSafety, expectCommittedResponse } from './invariants.js';
 import {
   expectClaim,
   expectResume,
@@ -16,8 +20,8 @@ import {
   type Owner,
   type ProtocolModel,
   transitions,
-} from './reference-model';
-import { Delivery, effectRowKey, type ProtocolSystem, responseOf } from './system';
+} from './reference-model.js';
+import { Delivery, effectRowKey, type ProtocolSystem, responseOf } from './system.js';
 
 /**
  * The steps of the protocol model, as fast-check commands. Each one makes one real call (or a few, for the
@@ -25,7 +29,7 @@ import { Delivery, effectRowKey, type ProtocolSystem, responseOf } from './syste
  * holds the call's answer against the model's prediction and moves the model on, and compares every record and
  * effect row with the model's.
  */
-export abstract class ProtocolCommand implements fc.AsyncCommand<ProtocolModel, ProtocolSystem> {
+export abstract class ProtocolCommand implements AsyncCommand<ProtocolModel, ProtocolSystem> {
   abstract check(m: Readonly<ProtocolModel>): boolean;
   abstract toString(): string;
 
@@ -700,7 +704,10 @@ export interface CommandSpace {
  * picks index the owners still at work; values shrink towards the plain case (direct delivery, processor up, the
  * first owner).
  */
-export function protocolCommands(space: CommandSpace): fc.Arbitrary<fc.AsyncCommand<ProtocolModel, ProtocolSystem>>[] {
+export function protocolCommands(
+  fc: FastCheck,
+  space: CommandSpace,
+): Arbitrary<AsyncCommand<ProtocolModel, ProtocolSystem>>[] {
   const op = fc.nat({ max: space.operations - 1 });
   const pick = fc.nat({ max: 5 });
   const delivery = fc.constantFrom<Delivery>(Delivery.direct, Delivery.sdkRetry);
@@ -719,7 +726,7 @@ export function protocolCommands(space: CommandSpace): fc.Arbitrary<fc.AsyncComm
     { weight: 3, arbitrary: fc.constantFrom(leaseMs, 1_000, leaseMs - 1, leaseMs + 1, ttlMs) },
     { weight: 1, arbitrary: fc.integer({ min: 1, max: ttlMs + leaseMs }) },
   );
-  const weighted = (weight: number, arbitrary: fc.Arbitrary<ProtocolCommand>) => ({ weight, arbitrary });
+  const weighted = (weight: number, arbitrary: Arbitrary<ProtocolCommand>) => ({ weight, arbitrary });
   const choices = fc.record({ charge: chargeResult, commit: writeDelivery, end: writeDelivery, processorUp });
   return [
     fc.oneof(
