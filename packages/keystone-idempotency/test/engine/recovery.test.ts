@@ -52,78 +52,7 @@ describe.each(storeHarnesses)('recovery on %s', (_name, harness) => {
     }
   }
 
-  describe('findDue', () => {
-    it('lists an in-progress operation once its lease has run out, and not before', async () => {
-      const clock = new FakeClock(Date.now());
-      const s = store(clock);
-      const key = newKey();
-      const lease = await claimRecoverable(s, key);
-      expect(lease.recoverable).toBe(true);
-      await settledIndex(key, true);
-      clock.advance(LEASE_MS - 1);
-      expect(await dueKeys(s)).not.toContain(key);
-      clock.advance(1);
-      expect(await dueKeys(s)).toContain(key);
-    });
-
-    it('lists a released operation a lease after its release: time for its client to come back first', async () => {
-      const clock = new FakeClock(Date.now());
-      const s = store(clock);
-      const key = newKey();
-      const lease = await claimRecoverable(s, key);
-      clock.advance(1000);
-      expect(await s.release(lease)).toBe(true);
-      await settledIndex(key, true);
-      const claimed = (await s.findDue({ limit: 1000 })).find((due) => due.key === key);
-      expect(claimed).toBeUndefined();
-      clock.advance(LEASE_MS - 1);
-      expect(await dueKeys(s)).not.toContain(key);
-      clock.advance(1);
-      expect(await dueKeys(s)).toContain(key);
-    });
-
-    it('drops an operation from the index when it commits', async () => {
-      const clock = new FakeClock(Date.now());
-      const s = store(clock);
-      const key = newKey();
-      const lease = await claimRecoverable(s, key);
-      await settledIndex(key, true);
-      await s.commit(lease, created);
-      await settledIndex(key, false);
-      expect(await h.stored(key)).not.toHaveProperty('recoverAt');
-    });
-
-    it('never lists an operation claimed without recovery', async () => {
-      const clock = new FakeClock(Date.now());
-      const s = store(clock);
-      const key = newKey();
-      const outcome = await s.claim(key, 'fp');
-      if (outcome.kind !== 'acquired') throw new Error('expected to acquire');
-      expect(outcome.lease.recoverable).toBe(false);
-      await s.release(outcome.lease);
-      // Wait until a recoverable claim made after it shows, then check this one never did.
-      const control = newKey();
-      await claimRecoverable(s, control);
-      await settledIndex(control, true);
-      clock.advance(10 * LEASE_MS);
-      expect(await dueKeys(s)).not.toContain(key);
-    });
-
-    it('answers oldest first, within its limit', async () => {
-      const clock = new FakeClock(Date.now());
-      const s = store(clock);
-      const keys = [newKey(), newKey(), newKey()];
-      for (const key of keys) {
-        await claimRecoverable(s, key);
-        clock.advance(10);
-      }
-      for (const key of keys) await settledIndex(key, true);
-      clock.advance(LEASE_MS);
-      const due = (await s.findDue({ limit: 1000 })).filter((d) => keys.includes(d.key));
-      expect(due.map((d) => d.key)).toEqual(keys);
-      expect(await s.findDue({ limit: 2 })).toHaveLength(2);
-    });
-  });
+  // findDue's own cases are in the published contract suite (describeStoreContract), run on both stores.
 
   describe('resume', () => {
     it('takes over a released operation under the same downstream key, and its commit lands once', async () => {
