@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { APIGatewayProxyResult } from 'aws-lambda';
+import type { EffectItem } from 'keystone-idempotency/dynamodb';
+import type { StoredResponse } from 'keystone-idempotency/engine';
 import { paymentIdFor } from '../lib/payments/payment';
 import type { Payment } from '../lib/payments/schema';
 import type { PaymentsStore } from '../lib/payments/store';
-import type { EffectItem } from '../packages/keystone-idempotency/src/dynamodb/store';
-import type { StoredResponse } from '../packages/keystone-idempotency/src/engine/record';
 
 /**
  * The payment-like work every micro-benchmark variant wraps: a "charge" at an outside processor (a no-op async call

@@ -3,15 +3,14 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { PutCommand, type PutCommandInput } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { EffectItem } from 'keystone-idempotency/dynamodb';
+import { systemClock } from 'keystone-idempotency/engine';
+import { problemErrorHandler, validateJsonBody, type WithBody } from 'keystone-idempotency/http';
 import { processorClient } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
 import { dynamoDbData } from '../lib/payments/data-dynamodb';
 import { PaymentRequest } from '../lib/payments/schema';
 import { documentClient } from '../lib/runtime/clients';
-import type { EffectItem } from '../packages/keystone-idempotency/src/dynamodb/store';
-import { systemClock } from '../packages/keystone-idempotency/src/engine/clock';
-import { problemErrorHandler } from '../packages/keystone-idempotency/src/http/error-handler';
-import { validateJsonBody, type WithBody } from '../packages/keystone-idempotency/src/http/validate-body';
 
 /**
  * POST /payments with idempotency switched off: the benchmark's "what does the key cost" reference. The same

@@ -5,6 +5,9 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand, type PutCommandInput } from '@aws-sdk/lib-dynamodb';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { EffectItem } from 'keystone-idempotency/dynamodb';
+import { systemClock } from 'keystone-idempotency/engine';
+import { problemErrorHandler, validateJsonBody, type WithBody } from 'keystone-idempotency/http';
 import { processorClient } from '../lib/payments/config';
 import { createPayment } from '../lib/payments/create-payment';
 import { dynamoDbData } from '../lib/payments/data-dynamodb';
@@ -12,10 +15,6 @@ import { PaymentRequest } from '../lib/payments/schema';
 import { dynamoDbConfig } from '../lib/runtime/clients';
 import { requireEnv } from '../lib/runtime/env';
 import { idempotencyTable } from '../lib/tables/definitions';
-import type { EffectItem } from '../packages/keystone-idempotency/src/dynamodb/store';
-import { systemClock } from '../packages/keystone-idempotency/src/engine/clock';
-import { problemErrorHandler } from '../packages/keystone-idempotency/src/http/error-handler';
-import { validateJsonBody, type WithBody } from '../packages/keystone-idempotency/src/http/validate-body';
 
 /**
  * POST /payments as it would be written on Powertools idempotency instead of this library: the cold-start benchmark's

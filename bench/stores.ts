@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { ConnectionTracker, RoundTrips } from '@keystone-idempotency/local-aws/pg-meter';
 import { type PostgresLocal, startPostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
+import { fingerprint, scopedKey } from 'keystone-idempotency/engine';
+import { PostgresStore } from 'keystone-idempotency/postgres';
 import { Pool } from 'pg';
 import { migrateService, PostgresPayments } from '../lib/payments/postgres';
-import { fingerprint } from '../packages/keystone-idempotency/src/engine/fingerprint';
-import { scopedKey } from '../packages/keystone-idempotency/src/engine/key';
-import { PostgresStore } from '../packages/keystone-idempotency/src/postgres/store';
 import { ConflictError, Db, documentTableSql, RetryLaterError, withIdempotency } from './held-transaction';
 import { pool as inParallel, interleave, type LatencySummary, median, now, summarize } from './measure';
 import {

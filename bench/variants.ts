@@ -8,14 +8,11 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand, type PutCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
+import { DynamoDbStore, KEY_ATTRIBUTE } from 'keystone-idempotency/dynamodb';
+import { fingerprint, ReplayCache, scopedKey } from 'keystone-idempotency/engine';
 import { PaymentsStore } from '../lib/payments/store';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../lib/tables/definitions';
 import { ensureTable } from '../lib/tables/ensure';
-import { KEY_ATTRIBUTE } from '../packages/keystone-idempotency/src/dynamodb/layout';
-import { DynamoDbStore } from '../packages/keystone-idempotency/src/dynamodb/store';
-import { fingerprint } from '../packages/keystone-idempotency/src/engine/fingerprint';
-import { scopedKey } from '../packages/keystone-idempotency/src/engine/key';
-import { ReplayCache } from '../packages/keystone-idempotency/src/engine/replay-cache';
 import { ExternalEffect, freshDownstreamKey, OPERATION, type PaymentEvent, settlePayment } from './payment-flow';
 import { meterRequests, type RequestMeter } from './request-meter';
 

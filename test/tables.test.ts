@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { CreateTableCommand, DescribeTableCommand, DescribeTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
-import { idempotencyTableRequests } from 'keystone-idempotency/dynamodb';
+import {
+  idempotencyTableRequests,
+  RECOVERY_INDEX,
+  RecordAttribute,
+  TTL_ATTRIBUTE,
+} from 'keystone-idempotency/dynamodb';
 import { idempotencyTable, paymentsTable } from '../lib/tables/definitions';
 import { createTableInput, ensureTable } from '../lib/tables/ensure';
-import { RECOVERY_INDEX, RecordAttribute, TTL_ATTRIBUTE } from '../packages/keystone-idempotency/src/dynamodb/layout';
 import { createTestTable, localClient } from './support/dynamodb';
 
 describe('table definitions', () => {

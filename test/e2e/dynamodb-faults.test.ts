@@ -10,11 +10,10 @@ import {
   replyGate,
   startDynamoDbFaultProxy,
 } from '@keystone-idempotency/local-aws/dynamodb-fault-proxy';
-import { RecordAttribute } from '../../packages/keystone-idempotency/src/dynamodb/layout';
-import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
-import { engineRequests } from '../../packages/keystone-idempotency/test/support/engine-requests';
+import { scopedKey } from 'keystone-idempotency/engine';
 import { localDocumentClient } from '../support/dynamodb';
 import { e2eStack } from '../support/e2e-stack';
+import { engineRequests, LEASE_TOKEN_ATTRIBUTE } from '../support/engine-requests';
 import { eventually } from '../support/eventually';
 
 /**
@@ -493,7 +492,7 @@ async function settled(match: RequestMatcher, count: number): Promise<ProxiedReq
  */
 async function lateOwnerWrites(op: Operation): Promise<{ token: string; writes: ProxiedRequest[] }> {
   const claim = (await settled(steps.claim(op.recordKey), 1)).find((request) => request.rule !== undefined);
-  const token = stringAttribute(asMap(claim?.body.Item)[RecordAttribute.leaseToken]);
+  const token = stringAttribute(asMap(claim?.body.Item)[LEASE_TOKEN_ATTRIBUTE]);
   if (!claim || !token) throw new Error(`no held claim with a lease token for ${op.recordKey}`);
   const own = () =>
     [steps.release(op.recordKey), steps.commit(op.recordKey)]

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { RecordStatus, scopedKey } from 'keystone-idempotency/engine';
 import { stackSettings, timingsOf } from '../../lib/local/stack-settings';
 import { RecoveryBacklogMetric } from '../../lib/metrics/definitions';
 import type { Charge } from '../../lib/sandbox/charges';
 import { recoveryThroughput, worstOperationMs } from '../../lib/timing/timing';
-import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
-import { RecordStatus } from '../../packages/keystone-idempotency/src/engine/record';
 import { e2eStack } from '../support/e2e-stack';
 
 /**

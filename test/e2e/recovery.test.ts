@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { RecordStatus, scopedKey } from 'keystone-idempotency/engine';
 import type { Charge } from '../../lib/sandbox/charges';
 import { signPayload } from '../../lib/webhooks/signature';
-import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
-import { RecordStatus } from '../../packages/keystone-idempotency/src/engine/record';
 import { e2eStack } from '../support/e2e-stack';
 import { eventually } from '../support/eventually';
 

@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { validateJsonBody, type WithBody } from 'keystone-idempotency/http';
 import { PaymentRequest } from '../../lib/payments/schema';
-import { validateJsonBody, type WithBody } from '../../packages/keystone-idempotency/src/http/validate-body';
 import { apiEvent, lambdaContext } from '../support/api-event';
 
 /**

@@ -2,13 +2,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { App, type CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import { RECOVERY_INDEX, TTL_ATTRIBUTE } from 'keystone-idempotency/dynamodb';
 import { AUTHORIZATION_HEADER_PATTERN, PaymentsApi } from '../../lib/infra/api';
 import { environments } from '../../lib/infra/environments';
 import { PaymentsStack } from '../../lib/infra/payments-stack';
 import { IdempotencyMetric, MetricService, RecoveryBacklogMetric } from '../../lib/metrics/definitions';
 import { serviceMetrics } from '../../lib/runtime/metrics';
 import { idempotencyTable, paymentsTable, tableDefinitions } from '../../lib/tables/definitions';
-import { RECOVERY_INDEX, TTL_ATTRIBUTE } from '../../packages/keystone-idempotency/src/dynamodb/layout';
 import {
   CDK_JSON_CONTEXT,
   type CfnResourceJson,

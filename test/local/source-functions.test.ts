@@ -11,7 +11,7 @@ import {
   SourceInitError,
   startSourceFunctions,
 } from '@keystone-idempotency/local-aws/source-functions';
-import { IDEMPOTENCY_DISABLED_ENV } from '../../packages/keystone-idempotency/src/engine/switch';
+import { IDEMPOTENCY_DISABLED_ENV } from 'keystone-idempotency/engine';
 import { eventually } from '../support/eventually';
 import { postgresUrl, testPostgres } from '../support/postgres';
 

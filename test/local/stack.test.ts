@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { silentLog } from '@keystone-idempotency/local-aws/log';
+import { scopedKey } from 'keystone-idempotency/engine';
 import { type LocalStack, startLocalStack } from '../../lib/local/stack';
-import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
 import { localDocumentClient } from '../support/dynamodb';
 import { eventually } from '../support/eventually';
 

@@ -4,6 +4,8 @@ import { promisify } from 'node:util';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import Ajv2020 from 'ajv/dist/2020';
 import fc from 'fast-check';
+import { parseIdempotencyKey } from 'keystone-idempotency/engine';
+import { ProblemType, problemType } from 'keystone-idempotency/http';
 import type { OpenAPIObject, OperationObject, ReferenceObject, RequestBodyObject } from 'openapi3-ts/oas31';
 import { en } from 'zod/locales';
 import { type $ZodType, safeParse } from 'zod/v4/core';
@@ -13,8 +15,6 @@ import { IDEMPOTENCY_KEY_PATTERN } from '../../lib/openapi/idempotency-key';
 import { PaymentProblemType, PROBLEM_TYPE_BASE } from '../../lib/payments/problems';
 import { PaymentRequest } from '../../lib/payments/schema';
 import { ChargeSucceededEvent } from '../../lib/settlement/event';
-import { parseIdempotencyKey } from '../../packages/keystone-idempotency/src/engine/key';
-import { ProblemType, problemType } from '../../packages/keystone-idempotency/src/http/problem';
 import { documentedValues } from '../support/json-schema-arbitrary';
 import { OpenApiContract } from '../support/openapi-contract';
 

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
+import type { Lease } from 'keystone-idempotency/engine';
+import { scopedKey } from 'keystone-idempotency/engine';
 import { chargeReference, paymentCreated, paymentFromCharge } from '../../lib/payments/payment';
 import { type Charge, ProcessorClient } from '../../lib/payments/processor-client';
 import { chargeLookup, completeFromCharge, recoverPayments } from '../../lib/payments/recovery';
 import { PaymentsStore } from '../../lib/payments/store';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
-import { DynamoDbStore } from '../../packages/keystone-idempotency/src/dynamodb/store';
-import { scopedKey } from '../../packages/keystone-idempotency/src/engine/key';
-import type { Lease } from '../../packages/keystone-idempotency/src/engine/record';
 import { testDatabase } from '../support/dynamodb';
 import { FakeClock } from '../support/fake-clock';
 

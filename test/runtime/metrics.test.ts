@@ -1,6 +1,6 @@
 import middy from '@middy/core';
+import { answersEarly } from 'keystone-idempotency/http';
 import { publishMetrics, serviceMetrics } from '../../lib/runtime/metrics';
-import { answersEarly } from '../../packages/keystone-idempotency/src/http/early-response';
 import { lambdaContext } from '../support/api-event';
 
 describe('publishMetrics', () => {

@@ -1,5 +1,2 @@
-/**
- * The library's own test fixture (packages/keystone-idempotency/test/support/fake-clock.ts),
- * used by the service's tests as it is: one copy, not two that drift.
- */
-export * from '../../packages/keystone-idempotency/test/support/fake-clock';
+/** The service's tests use the clock the library publishes for tests of its stores, under the name they know. */
+export { ManualClock as FakeClock } from 'keystone-idempotency/testing';

@@ -1,10 +1,10 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
+import type { IdempotencyStore } from 'keystone-idempotency/engine';
+import { PostgresStore } from 'keystone-idempotency/postgres';
 import { Pool } from 'pg';
 import type { StoreKind } from '../../lib/payments/config';
 import type { Payment } from '../../lib/payments/schema';
-import { DynamoDbStore } from '../../packages/keystone-idempotency/src/dynamodb/store';
-import type { IdempotencyStore } from '../../packages/keystone-idempotency/src/engine/contract';
-import { PostgresStore } from '../../packages/keystone-idempotency/src/postgres/store';
 import { localDocumentClient } from './dynamodb';
 
 /**

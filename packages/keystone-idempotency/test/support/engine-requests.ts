@@ -110,3 +110,6 @@ function asRecord(value: unknown): Record<string, unknown> {
 function asArray(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
+
+/** The attribute a claim's item carries its lease token in: what a fault test follows an owner's writes by. */
+export const LEASE_TOKEN_ATTRIBUTE = A.leaseToken;
