@@ -1,25 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../../lib/tables/definitions';
 import { ensureTable } from '../../lib/tables/ensure';
+// The client for the DynamoDB Local that jest's global setup started: the library's own fixture, one copy.
+import { localClient, localDocumentClient } from '../../packages/keystone-idempotency/test/support/dynamodb';
 import { countRequests } from './request-counter';
 
-/** A client for the DynamoDB Local that the jest global setup started. */
-export function localClient(overrides: Partial<DynamoDBClientConfig> = {}): DynamoDBClient {
-  const endpoint = process.env.DYNAMODB_ENDPOINT;
-  if (!endpoint) throw new Error('DYNAMODB_ENDPOINT is not set: run tests through jest (global setup starts it)');
-  return new DynamoDBClient({
-    endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    ...overrides,
-  });
-}
-
-export function localDocumentClient(client = localClient()): DynamoDBDocumentClient {
-  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
-}
+export { localClient, localDocumentClient };
 
 /** Creates a uniquely named table from a definition, so test files never share data. */
 export async function createTestTable(client: DynamoDBClient, definition: TableDefinition): Promise<string> {
