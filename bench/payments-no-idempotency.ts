@@ -39,6 +39,14 @@ async function createPaymentHandler(
       downstreamKey,
       attempt: 1,
       stage: (item) => staged.push(item),
+      // No recovery points here: a step just runs (payments has one outside call and no steps).
+      step: (name, run) =>
+        run({
+          name,
+          downstreamKey: `${downstreamKey}:${name}`,
+          attempt: 1,
+          stage: (...items) => staged.push(...items),
+        }),
     },
   });
   for (const item of staged) await client.send(new PutCommand(item.Put as PutCommandInput));

@@ -56,6 +56,14 @@ async function createPaymentHandler(
       downstreamKey: `${accountId}:${event.headers['Idempotency-Key']}`,
       attempt: 1,
       stage: (item) => staged.push(item),
+      // No recovery points here: a step just runs (payments has one outside call and no steps).
+      step: (name, run) =>
+        run({
+          name,
+          downstreamKey: `${accountId}:${event.headers['Idempotency-Key']}:${name}`,
+          attempt: 1,
+          stage: (...items) => staged.push(...items),
+        }),
     },
   });
   for (const item of staged) await documentClient.send(new PutCommand(item.Put as PutCommandInput));

@@ -1,4 +1,5 @@
 import type { IdempotencyRecord, Lease, StoredResponse } from './record.js';
+import type { StepProgress } from './steps.js';
 
 /**
  * The store contract: what the engine's lifecycle, every adapter (HTTP, SQS, `makeIdempotent`) and recovery need
@@ -40,6 +41,31 @@ export interface IdempotencyStore<TEffect> {
    * stages through no handle. Optional, so that a store written before it still implements the contract.
    */
   checkEffect?(effect: unknown, index: number): void;
+
+  /**
+   * The most steps one operation's record holds ({@link checkpoint}). Absent on a store without checkpoints.
+   */
+  readonly maxSteps?: number;
+  /**
+   * The largest progress (its JSON, in bytes) one operation's record holds ({@link checkpoint}). Absent on a store
+   * without checkpoints.
+   */
+  readonly maxCheckpointBytes?: number;
+
+  /**
+   * A recovery point: writes the operation's `progress` (the steps and their outcomes) into its record, and
+   * `effects` (the step's local writes) in the same transaction, only while the lease is still this owner's, the
+   * record is in progress and its progress is still the revision `progress` follows (`progress.revision - 1`, 0 for
+   * none). A checkpoint sent again after its reply was lost recognises its own write and succeeds, writing nothing
+   * twice. Optional, so that a store written before recovery points still implements the contract: an operation
+   * that calls `step()` on such a store is refused (`StepUsageError`, `unsupported`) before the step runs.
+   *
+   * @throws {LeaseLostError} this owner no longer holds the record (or another checkpoint moved it on); nothing was
+   *   written.
+   * @throws {EffectConditionFailedError} one of the effects failed its own condition; nothing was written.
+   * @throws {CheckpointTooLargeError} the progress is over `maxCheckpointBytes`; nothing was written.
+   */
+  checkpoint?(lease: Lease, progress: StepProgress, effects?: readonly TEffect[]): Promise<void>;
 
   /**
    * Claims `key` for a request with this fingerprint: acquired (a lease), or the record that was there (a replay, a

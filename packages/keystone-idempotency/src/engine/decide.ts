@@ -88,6 +88,7 @@ export function leaseOf(record: IdempotencyRecord, takeover: boolean): Lease {
     createdAt: record.createdAt,
     takeover,
     recoverable: record.recoverAt !== undefined,
+    ...(record.progress ? { progress: record.progress } : {}),
   };
 }
 

@@ -12,7 +12,7 @@ import type {
 } from './contract.js';
 import { isExpired, isOwnCompletion, leaseOf } from './decide.js';
 import type { ClaimWriteOutcome, IdempotencyDriver } from './driver.js';
-import { LeaseLostError, TooManyEffectsError } from './errors.js';
+import { CheckpointTooLargeError, IdempotencyError, LeaseLostError, TooManyEffectsError } from './errors.js';
 import {
   assertStorable,
   type ClaimSettings,
@@ -30,6 +30,8 @@ import {
   takeoverRecord,
 } from './ownership.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
+import { DEFAULT_MAX_CHECKPOINT_BYTES, progressBytes } from './step-runner.js';
+import { DEFAULT_MAX_STEPS, type StepProgress } from './steps.js';
 
 /**
  * The idempotency protocol over a database's driver: the one implementation of the store contract, which
@@ -55,6 +57,19 @@ export class DriverStore<TEffect> implements IdempotencyStore<TEffect> {
   readonly leaseMs: number;
   readonly ttlSeconds: number;
   readonly maxEffects: number;
+  /** Set when the driver has checkpoints (recovery points); absent, `step()` is refused before it runs. */
+  readonly maxSteps?: number;
+  readonly maxCheckpointBytes?: number;
+  /**
+   * A recovery point, when the driver has them: the progress and the step's effects in one of the driver's
+   * transactions, fenced by the lease token and the revision the progress follows. One sent again after its reply
+   * was lost meets its own revision under its own lease token, and succeeds, writing nothing twice.
+   *
+   * @throws {LeaseLostError} this owner no longer holds the record in progress at that revision; nothing was written.
+   * @throws {EffectConditionFailedError} one of the effects failed its own condition; nothing was written.
+   * @throws {TooManyEffectsError | CheckpointTooLargeError} over the driver's limits; nothing was written.
+   */
+  readonly checkpoint?: (lease: Lease, progress: StepProgress, effects?: readonly TEffect[]) => Promise<void>;
   private readonly driver: IdempotencyDriver<TEffect>;
   protected readonly clock: Clock;
   private readonly ids: IdSource;
@@ -73,6 +88,11 @@ export class DriverStore<TEffect> implements IdempotencyStore<TEffect> {
     this.maxResponseBytes = driver.maxResponseBytes;
     this.clock = options.clock ?? systemClock;
     this.ids = options.ids ?? randomIds;
+    if (typeof driver.checkpoint === 'function') {
+      this.maxSteps = DEFAULT_MAX_STEPS;
+      this.maxCheckpointBytes = driver.maxCheckpointBytes ?? DEFAULT_MAX_CHECKPOINT_BYTES;
+      this.checkpoint = (lease, progress, effects = []) => this.writeCheckpoint(lease, progress, effects);
+    }
     this.ownership = {
       clock: this.clock,
       leaseMs: this.leaseMs,
@@ -108,7 +128,7 @@ export class DriverStore<TEffect> implements IdempotencyStore<TEffect> {
    */
   async commit(lease: Lease, response: StoredResponse, effects: readonly TEffect[] = []): Promise<void> {
     this.checkEffects(effects);
-    assertStorable(response, this.maxResponseBytes);
+    assertStorable(response, this.responseLimit(lease));
     if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
     const now = this.clock.now();
     const expiresAt = expiryFrom(now, this.ttlSeconds);
@@ -174,6 +194,36 @@ export class DriverStore<TEffect> implements IdempotencyStore<TEffect> {
       // Sent again after its reply was lost, it meets the completion it wrote: its own.
       return isOwnCompletion(written.record, record) ? { kind: 'committed' } : { kind: 'met', record: written.record };
     });
+  }
+
+  /** A response's room: the driver's limit, less the progress already in the record where one record is capped. */
+  private responseLimit(lease: Lease): number {
+    const cap = this.driver.maxRecordBytes;
+    if (cap === undefined || lease.progress === undefined) return this.maxResponseBytes;
+    return Math.min(this.maxResponseBytes, cap - progressBytes(lease.progress));
+  }
+
+  private async writeCheckpoint(lease: Lease, progress: StepProgress, effects: readonly TEffect[]): Promise<void> {
+    const driver = this.driver;
+    if (driver.checkpoint === undefined) throw new IdempotencyError('this driver has no checkpoints');
+    this.checkEffects(effects);
+    if (effects.length > this.maxEffects) throw new TooManyEffectsError(this.maxEffects);
+    const bytes = progressBytes(progress);
+    const limit = this.maxCheckpointBytes ?? DEFAULT_MAX_CHECKPOINT_BYTES;
+    const step = progress.steps.at(-1)?.name ?? '';
+    if (bytes > limit) throw new CheckpointTooLargeError(step, bytes, limit);
+    const written = await driver.checkpoint({ lease, progress, effects, now: this.clock.now() });
+    if (written.kind === 'written') return;
+    // Sent again after its reply was lost, it meets what it wrote: our lease token, in progress, at our revision.
+    const record = written.record;
+    if (
+      record?.leaseToken === lease.leaseToken &&
+      record.status === RecordStatus.InProgress &&
+      record.progress?.revision === progress.revision
+    ) {
+      return;
+    }
+    throw new LeaseLostError(lease.key, record, { cause: written.cause });
   }
 
   private recordSource(now: number): RecordSource {

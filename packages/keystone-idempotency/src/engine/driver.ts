@@ -1,5 +1,6 @@
 import type { DueOperation } from './contract.js';
 import type { IdempotencyRecord, Lease, RecordStatus, StoredResponse } from './record.js';
+import type { StepProgress } from './steps.js';
 
 /**
  * What a database must provide for the engine to run the idempotency protocol on it: one read and six conditional
@@ -38,6 +39,17 @@ export interface IdempotencyDriver<TEffect> {
   readonly maxEffects: number;
   /** The largest response (body plus header names and values, in bytes) a record can hold. */
   readonly maxResponseBytes: number;
+  /**
+   * The largest progress (`StepProgress` as JSON, in bytes) a record can hold. With {@link checkpoint}; absent, the
+   * engine allows 64 KiB.
+   */
+  readonly maxCheckpointBytes?: number;
+  /**
+   * What a whole record may hold of response and progress together (bytes), where the database caps one record
+   * (DynamoDB's 400 KB item, less the record's own attributes): a commit after checkpoints is refused
+   * (`ResponseTooLargeError`) when the two would not fit. Absent: no cap beyond each one's own.
+   */
+  readonly maxRecordBytes?: number;
 
   /**
    * Throws an `EffectKindError` for an effect this database can't write (another store's kind, or nothing a commit
@@ -85,6 +97,26 @@ export interface IdempotencyDriver<TEffect> {
     readonly effects: readonly TEffect[];
     readonly now: number;
     readonly expiresAt: number;
+  }): Promise<WriteOutcome>;
+
+  /**
+   * A recovery point (optional: a driver without it runs every operation without steps, and the engine refuses
+   * `step()` on it with a `StepUsageError` before any step runs). In one transaction, sets the record's progress to
+   * `progress` and writes `effects` (the step's local writes), only if the record holds `lease.leaseToken`, is in
+   * progress, and its stored progress revision is `progress.revision - 1` (a record with no progress counts as
+   * revision 0). Nothing else of the record changes (its lease, expiry and recovery set stay).
+   *
+   * When the condition fails nothing is written, effects included: answer `met` with the record as stored. That
+   * covers a lost reply: a checkpoint sent again after its first sending landed meets its own lease token and its own
+   * revision, and the engine recognises it, so the effects are never written twice (the revision is what stops
+   * them). A failed effect condition throws `EffectConditionFailedError` with the effect's index, as for
+   * {@link commit}. With no effects a single conditional write does (a step's "started" mark, before its call).
+   */
+  checkpoint?(write: {
+    readonly lease: Lease;
+    readonly progress: StepProgress;
+    readonly effects: readonly TEffect[];
+    readonly now: number;
   }): Promise<WriteOutcome>;
 
   /**

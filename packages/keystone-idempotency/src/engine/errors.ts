@@ -1,4 +1,4 @@
-import type { IdempotencyRecord } from './record.js';
+import type { IdempotencyRecord, StoredResponse } from './record.js';
 
 /**
  * The engine's error tree. Expected outcomes of a claim (replay, in flight, mismatch) are values, not errors:
@@ -176,5 +176,120 @@ export class InvalidNaturalRequestError extends NaturalIdempotencyError {
   constructor(message: string) {
     super(message);
     this.name = 'InvalidNaturalRequestError';
+  }
+}
+
+/**
+ * Root of the errors about recovery points (`IdempotencyHandle.step`): refusals made before anything is written,
+ * and the states a step's operation must handle.
+ */
+export class StepError extends IdempotencyError {
+  constructor(
+    /** The step's name. */
+    readonly step: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'StepError';
+  }
+}
+
+/**
+ * `step()` used in a way the engine can't checkpoint, refused before the step runs: a name that is empty, longer than
+ * 64 characters or outside `[A-Za-z0-9_.-]`; the same name twice in one run; a step started while another runs (steps
+ * are sequential: `await` each); a step after the work returned; a store without checkpoints.
+ */
+export class StepUsageError extends StepError {
+  constructor(
+    step: string,
+    readonly reason: 'invalid_name' | 'duplicate_name' | 'concurrent' | 'closed' | 'unsupported',
+    message: string,
+  ) {
+    super(step, message);
+    this.name = 'StepUsageError';
+  }
+}
+
+/** More steps than one operation's record holds (the store's `maxSteps`), refused before the step runs. */
+export class TooManyStepsError extends StepError {
+  constructor(
+    step: string,
+    readonly limit: number,
+  ) {
+    super(step, `at most ${limit} steps can be checkpointed in one operation; ${step} would be one more`);
+    this.name = 'TooManyStepsError';
+  }
+}
+
+/**
+ * The operation's checkpoint would outgrow what its record holds (the store's `maxCheckpointBytes`: on DynamoDB the
+ * 400 KB item shares it with the response). Refused before the step runs when the progress so far leaves no room,
+ * else before its outcome is written (the outside call was made: under a deduping key, a retry gets the same result).
+ */
+export class CheckpointTooLargeError extends StepError {
+  constructor(
+    step: string,
+    readonly bytes: number,
+    readonly limit: number,
+  ) {
+    super(step, `the checkpoint after ${step} would be ${bytes} bytes, over the ${limit}-byte limit of a record`);
+    this.name = 'CheckpointTooLargeError';
+  }
+}
+
+/** A step returned something a checkpoint can't store as JSON and give back the same (a Date, a Map, a BigInt). */
+export class StepResultNotJsonError extends StepError {
+  constructor(
+    step: string,
+    /** Where in the result, e.g. `$.shipment.bookedAt`. */
+    readonly path: string,
+    what: string,
+  ) {
+    super(step, `step ${step} returned ${what} at ${path}: a step's result must be JSON (it is checkpointed)`);
+    this.name = 'StepResultNotJsonError';
+  }
+}
+
+/**
+ * A step found started but not done, whose resolver could not tell whether its outside call happened. Nothing was
+ * run: the operation is released (the adapters' usual path for an error) and tried again later, by its client or by
+ * recovery. Retryable.
+ */
+export class StepOutcomeUnknownError extends StepError {
+  constructor(step: string) {
+    super(step, `step ${step} was started before and its outcome can't be found out yet; try again later`);
+    this.name = 'StepOutcomeUnknownError';
+  }
+}
+
+/**
+ * Thrown by a step's function (or its resolver) when its outside system refused it for good (a card declined, an
+ * address that can't be shipped to): the operation can never finish. Recovery then runs the compensations of the
+ * steps done, in reverse, and completes the operation with `response` when given (replayed to a client that comes
+ * back), or else abandons it with its progress kept. In a live request it is an error like any other for the
+ * adapter: catch it in the handler to answer (and store) the response you want.
+ */
+export class StepRefusedError extends StepError {
+  readonly response: StoredResponse | undefined;
+  constructor(
+    step: string,
+    message: string,
+    options: { readonly response?: StoredResponse; readonly cause?: unknown } = {},
+  ) {
+    super(step, message, { cause: options.cause });
+    this.name = 'StepRefusedError';
+    this.response = options.response;
+  }
+}
+
+/**
+ * A step was compensated by recovery (its operation could never finish, and was undone): it never runs again in this
+ * generation of the operation.
+ */
+export class StepCompensatedError extends StepError {
+  constructor(step: string) {
+    super(step, `step ${step} was compensated: its operation could not finish and was undone`);
+    this.name = 'StepCompensatedError';
   }
 }

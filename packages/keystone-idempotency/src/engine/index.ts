@@ -35,7 +35,7 @@ export { type KeyScope, MAX_KEY_LENGTH, parseIdempotencyKey, scopedKey } from '.
 // Any function, made idempotent; the handle its work sees.
 export { type MakeIdempotentOptions, makeIdempotent } from './make-idempotent.js';
 export type { IdempotencyHandle } from './operation.js';
-export { type AttemptEnd, ClaimedOperation, type Settlement } from './operation.js';
+export { type AttemptEnd, ClaimedOperation, type OperationOptions, type Settlement } from './operation.js';
 // The options every store takes for its leases and records (DynamoDbStoreOptions and PostgresStoreOptions extend it).
 export type { StoreLifetimeOptions } from './ownership.js';
 export { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
@@ -60,4 +60,21 @@ export {
   type RunOutcome,
   runIdempotently,
 } from './run.js';
+// Recovery points: the steps of one operation, checkpointed in its record.
+export {
+  DEFAULT_MAX_STEPS,
+  MAX_STEP_NAME_LENGTH,
+  type StepCompensation,
+  type StepContext,
+  type StepEvent,
+  type StepJson,
+  type StepLookup,
+  StepMetric,
+  type StepObserver,
+  type StepOptions,
+  type StepOutcome,
+  type StepProgress,
+  type StepRecord,
+  StepState,
+} from './steps.js';
 export { IDEMPOTENCY_DISABLED_ENV } from './switch.js';

@@ -1,6 +1,9 @@
+import { type Clock, systemClock } from './clock.js';
 import type { IdempotencyStore } from './contract.js';
 import { LeaseLostError, StagingClosedError, TooManyEffectsError } from './errors.js';
 import type { Lease, StoredResponse } from './record.js';
+import { StepRunner } from './step-runner.js';
+import type { StepContext, StepObserver, StepOptions, StepProgress } from './steps.js';
 
 /**
  * What the work sees of the operation it runs under, whichever adapter runs it: the HTTP middleware
@@ -33,6 +36,49 @@ export interface IdempotencyHandle<TEffect> {
    * other way round.
    */
   readonly stage: (...effects: TEffect[]) => void;
+  /**
+   * A recovery point: runs `run` as the named step of this operation and checkpoints its result (JSON) in the
+   * operation's record, with the effects the step stages (`context.stage`), in one transaction fenced by the lease.
+   * A retry, a takeover or recovery runs the work from the top again: a step already done returns its recorded result
+   * without running `run`. The step's outside system gets `context.downstreamKey` (`${downstreamKey}:${name}`),
+   * the same for every attempt of this generation. `options` says how that system behaves, and so what a resumed
+   * operation does with a step that may have run ({@link StepOptions}: it dedupes, the default; it accepts
+   * at-least-once; or a resolver looks the outcome up). Steps run one after another (`await` each), each name once
+   * per operation; the last write, the operation's completion and response, stays the adapter's commit.
+   *
+   * A property, not a method, for the same reason as {@link stage}: the step context's `stage` follows the store.
+   *
+   * @throws {StepUsageError} a bad or repeated name, a step while another runs, after the work returned, or a store
+   *   without checkpoints: before anything runs.
+   * @throws {TooManyStepsError | CheckpointTooLargeError} over the store's limits: before the step runs.
+   * @throws {StepResultNotJsonError} the result can't be checkpointed as JSON; nothing was written.
+   * @throws {StepOutcomeUnknownError} a started step's resolver could not say: retry the operation later.
+   * @throws {LeaseLostError} the lease was taken over; this step's checkpoint was not written.
+   *
+   * @example
+   * const charge = await idempotency.step('charge', (step) =>
+   *   processor.charge(order, { idempotencyKey: step.downstreamKey }),
+   * );
+   * const shipment = await idempotency.step('ship', (step) => warehouse.book({ reference: step.downstreamKey }), {
+   *   resolve: async (step) => {
+   *     const [found] = await warehouse.find({ reference: step.downstreamKey });
+   *     return found ? { found } : { notFound: true };
+   *   },
+   * });
+   */
+  readonly step: <T>(
+    name: string,
+    run: (step: StepContext<TEffect>) => Promise<T>,
+    options?: StepOptions<NoInfer<T>, TEffect>,
+  ) => Promise<T>;
+}
+
+/** What a {@link ClaimedOperation} is built with, beyond its store and lease. */
+export interface OperationOptions {
+  /** Told each step's outcome (count them: {@link StepMetric}). */
+  readonly onStep?: StepObserver;
+  /** The clock a checkpoint's entries are dated with. Default: the system's. */
+  readonly clock?: Clock;
 }
 
 /**
@@ -70,17 +116,46 @@ export class ClaimedOperation<TEffect> {
   readonly handle: IdempotencyHandle<TEffect>;
   private readonly staged: TEffect[] = [];
   private open = true;
+  /** The operation's recovery points: what `handle.step` runs, checkpoints and, for recovery, compensates. */
+  private readonly steps: StepRunner<TEffect>;
 
   constructor(
     private readonly store: IdempotencyStore<TEffect>,
     readonly lease: Lease,
+    options: OperationOptions = {},
   ) {
+    this.steps = new StepRunner(store, lease, {
+      clock: options.clock ?? systemClock,
+      isOpen: () => this.open,
+      ...(options.onStep ? { onStep: options.onStep } : {}),
+    });
     this.handle = Object.freeze({
       key: lease.key,
       downstreamKey: lease.downstreamKey,
       attempt: lease.attempt,
       stage: (...effects: TEffect[]) => this.stage(effects),
+      step: <T>(
+        name: string,
+        run: (step: StepContext<TEffect>) => Promise<T>,
+        stepOptions?: StepOptions<NoInfer<T>, TEffect>,
+      ) => this.steps.run(name, run, stepOptions),
     });
+  }
+
+  /**
+   * Undoes the steps this run passed through that declared a `compensate`, in reverse order, checkpointing each as
+   * compensated (a crash half-way compensates only the rest next time). Recovery calls it for an operation that can
+   * never finish (a step threw `StepRefusedError`); an adapter of your own may too. Answers how many ran.
+   *
+   * @throws the first compensation's error; the steps after it in the undo order stay done, and it may be run again.
+   */
+  async compensate(): Promise<number> {
+    return this.steps.compensate();
+  }
+
+  /** How far the operation has got: its progress when the lease was taken, and every checkpoint since. */
+  get progress(): StepProgress {
+    return this.steps.current;
   }
 
   /**
@@ -98,7 +173,11 @@ export class ClaimedOperation<TEffect> {
    * @throws {LeaseLostError} the lease was taken over; nothing was written.
    */
   async commit(response: StoredResponse): Promise<void> {
-    await this.store.commit(this.lease, response, this.close());
+    const effects = this.close();
+    // The lease as the checkpoints left it: the store sizes the response against the progress in the record.
+    const progress = this.steps.current;
+    const lease = progress.revision > 0 ? { ...this.lease, progress } : this.lease;
+    await this.store.commit(lease, response, effects);
   }
 
   /**
@@ -108,6 +187,15 @@ export class ClaimedOperation<TEffect> {
   async release(): Promise<boolean> {
     this.close();
     return this.store.release(this.lease);
+  }
+
+  /**
+   * Gives the operation up, writing none of the staged effects ({@link IdempotencyStore.abandon}): its progress is
+   * kept. False when this owner no longer held it.
+   */
+  async abandon(): Promise<boolean> {
+    this.close();
+    return this.store.abandon(this.lease);
   }
 
   /**

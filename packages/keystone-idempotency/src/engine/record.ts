@@ -1,3 +1,5 @@
+import type { StepProgress } from './steps.js';
+
 /** Where a record stands. `as const` object rather than an enum: the values are what is stored. */
 export const RecordStatus = {
   /** Claimed: one owner holds the lease and is doing the work. */
@@ -52,6 +54,12 @@ export interface IdempotencyRecord {
    * record has no expiry.
    */
   readonly recoverAt?: number;
+  /**
+   * How far a multi-step operation got (its recovery points: `IdempotencyHandle.step`): absent until its first
+   * checkpoint. Kept by takeovers, releases, abandonment and the commit, so a new attempt resumes after the last step
+   * done; a fresh claim (a new generation, new downstream keys) starts without.
+   */
+  readonly progress?: StepProgress;
 }
 
 /** What an owner holds after a successful claim: enough to commit or release, and nothing else. */
@@ -71,4 +79,6 @@ export interface Lease {
    * in another system, so a crashed or abandoned attempt must be finished (or given up) without its client.
    */
   readonly recoverable: boolean;
+  /** The operation's progress when this lease was taken (`IdempotencyRecord.progress`): the steps already done. */
+  readonly progress?: StepProgress;
 }

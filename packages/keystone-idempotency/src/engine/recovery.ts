@@ -1,6 +1,8 @@
 import type { DueOperation, IdempotencyStore } from './contract.js';
-import { EffectConditionFailedError, LeaseLostError } from './errors.js';
+import { EffectConditionFailedError, LeaseLostError, StepOutcomeUnknownError, StepRefusedError } from './errors.js';
+import { ClaimedOperation, type IdempotencyHandle } from './operation.js';
 import type { Lease, StoredResponse } from './record.js';
+import { type StepEvent, type StepObserver, type StepOutcome, StepState } from './steps.js';
 
 /**
  * What recovery decided about one unfinished operation, having asked the outside system under its downstream key.
@@ -13,7 +15,22 @@ import type { Lease, StoredResponse } from './record.js';
 export type RecoveryVerdict<TEffect> =
   | { readonly kind: 'complete'; readonly response: StoredResponse; readonly effects?: readonly TEffect[] }
   | { readonly kind: 'abandon' }
-  | { readonly kind: 'retry'; readonly reason: string };
+  | { readonly kind: 'retry'; readonly reason: string }
+  /**
+   * A multi-step operation: run its work again from its last recovery point. Steps done are not run again (their
+   * recorded results come back), a step found started goes through its resolver, and the rest run; the response the
+   * work returns is committed with what it staged outside steps. The lease's `progress` holds what the steps recorded
+   * (a first step that returns the operation's input lets the resolver rebuild the work from the record alone).
+   *
+   * A step that throws `StepRefusedError` means the operation can never finish: the compensations of the steps done
+   * run in reverse, then the operation is completed with the error's `response` when it carries one, or else
+   * abandoned with its progress kept (`logger.error`, and `abandonedWithProgress` in the report: alarm on it). Any
+   * other error (a `StepOutcomeUnknownError`, an outside system down) releases it: due again a lease later.
+   */
+  | {
+      readonly kind: 'continue';
+      readonly work: (handle: IdempotencyHandle<TEffect>, lease: Lease) => Promise<StoredResponse>;
+    };
 
 /** Asks the outside system what became of one operation. Must not repeat the effect: it only looks. */
 export type RecoveryResolver<TEffect> = (lease: Lease) => Promise<RecoveryVerdict<TEffect>>;
@@ -29,6 +46,18 @@ export interface RecoveryReport {
   skipped: number;
   /** The resolver or a write failed; the operation stays due (released, or its lease runs out). */
   failed: number;
+  /**
+   * Multi-step operations that could never finish (a step refused for good): their done steps' compensations ran,
+   * and they were completed with the refusal's response or abandoned. Also counted in `completed` or `abandoned`.
+   */
+  compensated: number;
+  /**
+   * Multi-step operations abandoned with steps done and not compensated (none declared one): progress that nobody
+   * will finish or undo. Also counted in `abandoned`. Alarm on it: it needs a person.
+   */
+  abandonedWithProgress: number;
+  /** Each step outcome the runs' `continue` verdicts met, counted (the metric names: `StepMetric`). */
+  steps: Partial<Record<StepOutcome, number>>;
   /** Offered, but the run was told to stop before taking them (a Lambda nearing its timeout): due for the next run. */
   left: number;
   /**
@@ -52,6 +81,8 @@ export interface RecoverDueOptions {
   readonly concurrency?: number;
   /** Checked before each page and each operation: stop taking new ones (a Lambda nearing its timeout). */
   readonly shouldStop?: () => boolean;
+  /** Told each step's outcome in `continue` verdicts, as it happens (count them: `StepMetric`). */
+  readonly onStep?: StepObserver;
   readonly logger?: {
     warn(message: string, details: Record<string, unknown>): void;
     error(message: string, details: Record<string, unknown>): void;
@@ -91,8 +122,27 @@ export async function recoverDue<TEffect>(
     skipped: 0,
     failed: 0,
     left: 0,
+    compensated: 0,
+    abandonedWithProgress: 0,
+    steps: {},
   };
   const logger = options.logger ?? console;
+  const steps: StepsContext = {
+    onStep: (event: StepEvent) => {
+      report.steps[event.outcome] = (report.steps[event.outcome] ?? 0) + 1;
+      options.onStep?.(event);
+    },
+    compensated: () => {
+      report.compensated += 1;
+    },
+    abandonedWithProgress: (key, progress) => {
+      report.abandonedWithProgress += 1;
+      logger.error('a multi-step operation could not finish and was abandoned with its progress kept', {
+        key,
+        steps: progress,
+      });
+    },
+  };
   // Operations this run has been offered. One it skipped or failed may still be due (or an index that has not
   // caught up may still list one it finished): it is read past, never worked on twice in one run.
   const seen = new Set<string>();
@@ -146,7 +196,7 @@ export async function recoverDue<TEffect>(
         if (next === undefined) return;
         const tookOver = (lease: Lease) =>
           firstDue.set(next.key, firstDueAfter(lease.createdAt, next.recoverAt, store.leaseMs));
-        const outcome = await recoverOne(store, next.key, resolve, tookOver).catch((error: unknown) => {
+        const outcome = await recoverOne(store, next.key, resolve, tookOver, steps).catch((error: unknown) => {
           logger.error('recovery failed; the operation stays due', { key: next.key, error: String(error) });
           return 'failed' as const;
         });
@@ -185,6 +235,7 @@ async function recoverOne<TEffect>(
   key: string,
   resolve: RecoveryResolver<TEffect>,
   tookOver: (lease: Lease) => void,
+  steps: StepsContext,
 ): Promise<OneOutcome> {
   const resumed = await store.resume(key);
   if (resumed.kind !== 'acquired') return 'skipped';
@@ -213,5 +264,82 @@ async function recoverOne<TEffect>(
     case 'retry':
       await store.release(lease);
       return 'retried';
+    case 'continue':
+      return continueSteps(store, lease, verdict.work, steps);
   }
+}
+
+/** What a run's `continue` verdicts tell the run's report. */
+interface StepsContext {
+  readonly onStep: StepObserver;
+  readonly compensated: () => void;
+  readonly abandonedWithProgress: (key: string, steps: readonly { name: string; state: string }[]) => void;
+}
+
+/**
+ * Drives a multi-step operation forward from its last recovery point: its work again under recovery's lease (steps
+ * done come back from the record), then its commit. A step refused for good ends it: compensated, then completed with
+ * the refusal's response or abandoned with its progress kept.
+ */
+async function continueSteps<TEffect>(
+  store: IdempotencyStore<TEffect>,
+  lease: Lease,
+  work: (handle: IdempotencyHandle<TEffect>, lease: Lease) => Promise<StoredResponse>,
+  steps: StepsContext,
+): Promise<OneOutcome> {
+  const operation = new ClaimedOperation(store, lease, { onStep: steps.onStep });
+  let response: StoredResponse;
+  try {
+    response = await work(operation.handle, lease);
+  } catch (error) {
+    if (error instanceof LeaseLostError) return 'skipped'; // a checkpoint was fenced: someone else's now
+    if (!(error instanceof StepRefusedError)) {
+      await operation.release().catch(() => false);
+      if (error instanceof StepOutcomeUnknownError) return 'retried';
+      throw error;
+    }
+    return refused(operation, error, steps);
+  }
+  try {
+    await operation.commit(response);
+    return 'completed';
+  } catch (error) {
+    if (error instanceof LeaseLostError) return 'skipped';
+    await operation.release().catch(() => false);
+    if (error instanceof EffectConditionFailedError) return 'retried';
+    throw error;
+  }
+}
+
+/** An operation that can never finish: undo what declared an undo, then complete it with a response, or abandon it. */
+async function refused<TEffect>(
+  operation: ClaimedOperation<TEffect>,
+  error: StepRefusedError,
+  steps: StepsContext,
+): Promise<OneOutcome> {
+  let undone: number;
+  try {
+    undone = await operation.compensate();
+  } catch (compensation) {
+    if (compensation instanceof LeaseLostError) return 'skipped';
+    // Stays due: the next run compensates what is left (each compensated step is checkpointed as such).
+    await operation.release().catch(() => false);
+    throw compensation;
+  }
+  if (undone > 0) steps.compensated();
+  if (error.response) {
+    try {
+      await operation.commit(error.response);
+      return 'completed';
+    } catch (commit) {
+      if (commit instanceof LeaseLostError) return 'skipped';
+      await operation.release().catch(() => false);
+      throw commit;
+    }
+  }
+  operation.close();
+  if (!(await operation.abandon())) return 'skipped';
+  const left = operation.progress.steps.filter((step) => step.state === StepState.Done);
+  if (left.length > 0) steps.abandonedWithProgress(operation.lease.key, operation.progress.steps);
+  return 'abandoned';
 }

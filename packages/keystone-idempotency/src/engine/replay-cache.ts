@@ -13,6 +13,7 @@ import type {
 import { decide } from './decide.js';
 import { ConfigurationError } from './errors.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from './record.js';
+import type { StepProgress } from './steps.js';
 
 export interface ReplayCacheOptions {
   /** At most this many records are kept; the least recently used goes first. Default 1000 (Powertools' default). */
@@ -81,6 +82,21 @@ export class ReplayCache<TEffect> implements IdempotencyStore<TEffect> {
     }
     if (!(this.maxBytes > 0)) throw new ConfigurationError(`maxBytes must be positive, got ${options.maxBytes}`);
     this.clock = options.clock ?? systemClock;
+    // Checkpoints go straight to the store (an unfinished operation is never cached), where the store has them.
+    if (typeof store.checkpoint === 'function') {
+      const checkpoint = store.checkpoint.bind(store);
+      this.checkpoint = (lease, progress, effects) => checkpoint(lease, progress, effects);
+    }
+  }
+
+  readonly checkpoint?: (lease: Lease, progress: StepProgress, effects?: readonly TEffect[]) => Promise<void>;
+
+  get maxSteps(): number | undefined {
+    return this.store.maxSteps;
+  }
+
+  get maxCheckpointBytes(): number | undefined {
+    return this.store.maxCheckpointBytes;
   }
 
   get leaseMs(): number {

@@ -76,7 +76,15 @@ class UnrecordedStore<TEffect> implements IdempotencyStore<TEffect> {
   checkEffect(effect: unknown, index: number): void {
     this.store.checkEffect?.(effect, index);
   }
+  get maxSteps() {
+    return this.store.maxSteps;
+  }
+  get maxCheckpointBytes() {
+    return this.store.maxCheckpointBytes;
+  }
   async commit(): Promise<void> {}
+  /** Steps run as usual, and record nothing: each runs on every call, like the rest of the work. */
+  async checkpoint(): Promise<void> {}
   async release(): Promise<boolean> {
     return true;
   }

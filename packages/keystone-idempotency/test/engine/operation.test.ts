@@ -20,7 +20,7 @@ async function claimed(s: DynamoDbStore): Promise<ClaimedOperation<EffectItem>> 
 }
 
 describe('ClaimedOperation', () => {
-  it('hands the work the lease’s key, downstream key and attempt, and nothing to commit with', async () => {
+  it('hands the work the lease’s key, downstream key and attempt, staging and steps, and nothing to commit with', async () => {
     const operation = await claimed(store());
     const { handle, lease } = operation;
     expect(handle).toEqual({
@@ -28,6 +28,7 @@ describe('ClaimedOperation', () => {
       downstreamKey: lease.downstreamKey,
       attempt: 1,
       stage: expect.any(Function),
+      step: expect.any(Function),
     });
     expect(Object.isFrozen(handle)).toBe(true);
   });
