@@ -1,6 +1,7 @@
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { IdempotencyRecord, StoredResponse } from '../engine/record.js';
+import type { StepProgress } from '../engine/steps.js';
 import { RecordAttribute as A } from './layout.js';
 import { recoveryShardOf } from './recovery-index.js';
 
@@ -25,7 +26,13 @@ export function toItem(record: IdempotencyRecord): Record<string, unknown> {
     ...(record.recoverAt !== undefined
       ? { [A.recoveryShard]: recoveryShardOf(record.key), [A.recoverAt]: record.recoverAt }
       : {}),
+    ...(record.progress ? progressAttributes(record.progress) : {}),
   };
+}
+
+/** A multi-step operation's progress as its two attributes. */
+export function progressAttributes(progress: StepProgress): Record<string, unknown> {
+  return { [A.steps]: JSON.stringify(progress.steps), [A.stepRevision]: progress.revision };
 }
 
 export function fromItem(item: Record<string, unknown>): IdempotencyRecord {
@@ -41,6 +48,14 @@ export function fromItem(item: Record<string, unknown>): IdempotencyRecord {
     createdAt: Number(item[A.createdAt]),
     ...(item[A.response] ? { response: item[A.response] as StoredResponse } : {}),
     ...(item[A.recoverAt] !== undefined ? { recoverAt: Number(item[A.recoverAt]) } : {}),
+    ...(typeof item[A.steps] === 'string'
+      ? {
+          progress: {
+            revision: Number(item[A.stepRevision] ?? 0),
+            steps: JSON.parse(item[A.steps] as string) as StepProgress['steps'],
+          },
+        }
+      : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { IdempotentParameterMismatchException, TransactionConflictException } from '@aws-sdk/client-dynamodb';
 import {
   type DynamoDBDocumentClient,
@@ -11,14 +12,33 @@ import type { ClaimWriteOutcome, IdempotencyDriver, WriteOutcome } from '../engi
 import { ContendedError, EffectConditionFailedError, LeaseLostError } from '../engine/errors.js';
 import { sleep } from '../engine/ownership.js';
 import type { IdempotencyRecord } from '../engine/record.js';
+import type { StepProgress } from '../engine/steps.js';
 import { fromItem, toItem } from './codec.js';
 import { checkTransactionItem, type EffectItem } from './effect-item.js';
-import { completionUpdate, endLeaseUpdate, freeCondition, takeOverUpdate, unchangedCondition } from './expressions.js';
+import {
+  checkpointUpdate,
+  completionUpdate,
+  endLeaseUpdate,
+  freeCondition,
+  takeOverUpdate,
+  unchangedCondition,
+} from './expressions.js';
 import { RecordAttribute as A } from './layout.js';
 import { dueOperations, recoveryShardOf } from './recovery-index.js';
 import { conditionFailure, type TransactionFailure, transactionFailure } from './write-errors.js';
 
 const POLL_START_MS = 50;
+
+/** What one item holds of response and progress together: 400 KB, less room for the record's own attributes. */
+export const MAX_RECORD_PAYLOAD_BYTES = 380 * 1024;
+
+/**
+ * A checkpoint's ClientRequestToken (at most 36 characters): one per lease and revision, so a retry of the same
+ * checkpoint is the same request, and the next checkpoint a new one.
+ */
+function checkpointToken(leaseToken: string, progress: StepProgress): string {
+  return createHash('sha256').update(`${leaseToken}:${progress.revision}`).digest('hex').slice(0, 36);
+}
 
 /**
  * The protocol's writes on DynamoDB: each a conditional PutItem or UpdateItem that returns the item it met
@@ -33,7 +53,11 @@ export class DynamoDbDriver implements IdempotencyDriver<EffectItem> {
     readonly tableName: string,
     readonly maxResponseBytes: number,
     readonly maxEffects: number,
+    readonly maxCheckpointBytes: number,
   ) {}
+
+  /** One item holds the response and the progress together: 400 KB, less the record's other attributes. */
+  readonly maxRecordBytes = MAX_RECORD_PAYLOAD_BYTES;
 
   checkEffect(effect: unknown, index: number): void {
     checkTransactionItem(effect, index);
@@ -96,6 +120,30 @@ export class DynamoDbDriver implements IdempotencyDriver<EffectItem> {
       if (!(error instanceof IdempotentParameterMismatchException)) throw error;
       // The token was used within the last 10 minutes with other parameters (a later completedAt): the first call
       // landed if the record is completed under our lease; anything else means we lost it.
+      return { kind: 'met', record: await this.read(lease.key) } as const;
+    }
+  }
+
+  /**
+   * A recovery point: the progress alone as one conditional UpdateItem, or with the step's effect items as one
+   * TransactWriteItems whose last action it is. The transaction's ClientRequestToken is derived from the lease token
+   * and the revision, so the SDK's retry of a transaction whose reply was lost is answered as the first was; after
+   * DynamoDB forgot the token (10 minutes), the revision's condition fails against our own checkpoint, which the
+   * engine recognises.
+   */
+  async checkpoint({
+    lease,
+    progress,
+    effects,
+  }: Parameters<NonNullable<IdempotencyDriver<EffectItem>['checkpoint']>>[0]): Promise<WriteOutcome> {
+    const update = checkpointUpdate(this.tableName, lease, progress);
+    if (effects.length === 0) return this.complete(lease.key, update);
+    try {
+      await this.transact(lease.key, [...effects, { Update: update }], checkpointToken(lease.leaseToken, progress));
+      return { kind: 'written' } as const;
+    } catch (error) {
+      if (error instanceof LeaseLostError) return { kind: 'met', record: error.record, cause: error.cause } as const;
+      if (!(error instanceof IdempotentParameterMismatchException)) throw error;
       return { kind: 'met', record: await this.read(lease.key) } as const;
     }
   }
@@ -164,7 +212,10 @@ export class DynamoDbDriver implements IdempotencyDriver<EffectItem> {
    * commit) fails the condition against our own completion, and the record it returns (ALL_OLD) says so: completed
    * under our lease token, which no other owner ever holds.
    */
-  private async complete(key: string, completion: ReturnType<typeof completionUpdate>): Promise<WriteOutcome> {
+  private async complete(
+    key: string,
+    completion: ReturnType<typeof completionUpdate> | ReturnType<typeof checkpointUpdate>,
+  ): Promise<WriteOutcome> {
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       try {
         await this.client.send(new UpdateCommand(completion));

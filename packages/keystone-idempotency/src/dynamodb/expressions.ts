@@ -1,5 +1,6 @@
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
+import type { StepProgress } from '../engine/steps.js';
 import { RecordAttribute as A } from './layout.js';
 import { recoveryShardOf } from './recovery-index.js';
 
@@ -152,6 +153,37 @@ export function endLeaseUpdate(
     ConditionExpression: '#leaseToken = :token AND #status = :inProgress',
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+  };
+}
+
+/**
+ * A recovery point: the operation's steps at their new revision. Fencing: only the current owner, in progress, and
+ * only from the revision this checkpoint follows, so one sent again after its reply was lost (or a step's effects
+ * replayed) meets its own revision instead of writing twice. Nothing else of the record changes.
+ */
+export function checkpointUpdate(tableName: string, lease: Lease, progress: StepProgress) {
+  const previous = progress.revision - 1;
+  return {
+    TableName: tableName,
+    Key: { [A.key]: lease.key },
+    UpdateExpression: 'SET #steps = :steps, #stepRevision = :revision',
+    ConditionExpression:
+      '#leaseToken = :token AND #status = :inProgress AND ' +
+      (previous === 0 ? 'attribute_not_exists(#stepRevision)' : '#stepRevision = :previous'),
+    ExpressionAttributeNames: {
+      '#steps': A.steps,
+      '#stepRevision': A.stepRevision,
+      '#leaseToken': A.leaseToken,
+      '#status': A.status,
+    },
+    ExpressionAttributeValues: {
+      ':steps': JSON.stringify(progress.steps),
+      ':revision': progress.revision,
+      ':token': lease.leaseToken,
+      ':inProgress': RecordStatus.InProgress,
+      ...(previous === 0 ? {} : { ':previous': previous }),
+    },
     ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
   };
 }

@@ -20,6 +20,13 @@ export const RecordAttribute = {
   attempt: 'attempt',
   createdAt: 'createdAt',
   completedAt: 'completedAt',
+  /**
+   * A multi-step operation's steps (recovery points), as the JSON of `StepProgress.steps`: a string, so that any
+   * step result comes back exactly as stored (a number, an empty string and a nested null alike).
+   */
+  steps: 'steps',
+  /** The progress's revision (one more with each checkpoint): the condition a checkpoint follows. */
+  stepRevision: 'stepRevision',
   /** Recovery index partition key: present only while a recoverable operation is unfinished. */
   recoveryShard: 'recoveryShard',
   /** Recovery index sort key (epoch ms): when recovery may take the operation over. */

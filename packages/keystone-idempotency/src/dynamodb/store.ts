@@ -12,11 +12,19 @@ export interface DynamoDbStoreOptions extends StoreLifetimeOptions {
   readonly tableName: string;
   /** Largest stored response (body plus headers, bytes). DynamoDB items are capped at 400 KB. */
   readonly maxResponseBytes?: number;
+  /**
+   * Largest progress of a multi-step operation (its steps and their results, as JSON, bytes). It shares the 400 KB
+   * item with the response: a commit whose response would not fit beside the progress is refused. Default 64 KiB.
+   */
+  readonly maxCheckpointBytes?: number;
 }
+
+/** A multi-step operation's progress, unless configured otherwise. */
+export const DEFAULT_MAX_CHECKPOINT_BYTES = 64 * 1024;
 
 /** 400 KB item limit, less room for the record's own attributes. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 380 * 1024;
-/** TransactWriteItems takes 100 actions; the key's completion is one of them. */
+/** TransactWriteItems takes 100 actions; the key's completion (or a step's checkpoint) is one of them. */
 export const MAX_TRANSACTION_EFFECTS = 99;
 
 /**
@@ -63,6 +71,7 @@ export class DynamoDbStore extends DriverStore<EffectItem> {
         options.tableName,
         options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
         MAX_TRANSACTION_EFFECTS,
+        options.maxCheckpointBytes ?? DEFAULT_MAX_CHECKPOINT_BYTES,
       ),
       options,
     );

@@ -1,6 +1,7 @@
 import { IdempotencyError } from '../engine/errors.js';
 import { joinScopedKey } from '../engine/key.js';
 import type { IdempotencyRecord, RecordStatus, StoredResponse } from '../engine/record.js';
+import type { StepProgress } from '../engine/steps.js';
 
 /** A record as `recordJson` builds it in SQL: times in epoch ms (`expires_at` in s), the body in base64. */
 export interface RecordJson {
@@ -20,6 +21,9 @@ export interface RecordJson {
   readonly response_headers: Record<string, string> | null;
   readonly response_body: string | null;
   readonly response_is_base64: boolean | null;
+  /** Version 2 of the schema on: null until a multi-step operation's first checkpoint (absent from an older fence). */
+  readonly steps?: StepProgress['steps'] | null;
+  readonly step_revision?: number | null;
 }
 
 /** The record a row holds. The one place column names meet record fields, with {@link responseColumns}. */
@@ -45,6 +49,9 @@ export function fromJson(json: RecordJson): IdempotencyRecord {
         }
       : {}),
     ...(json.recover_at !== null ? { recoverAt: Number(json.recover_at) } : {}),
+    ...(json.steps !== undefined && json.steps !== null
+      ? { progress: { revision: Number(json.step_revision ?? 0), steps: json.steps } }
+      : {}),
   };
 }
 

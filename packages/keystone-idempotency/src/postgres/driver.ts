@@ -37,11 +37,15 @@ export class PostgresDriver implements IdempotencyDriver<PostgresEffect> {
   readonly names: TableNames;
   readonly maxEffects: number;
   readonly maxResponseBytes: number;
+  readonly maxCheckpointBytes: number;
   readonly db: Database;
   private readonly lockTimeoutMs: number;
   private readonly idleInTransactionTimeoutMs: number;
 
-  constructor(options: PostgresDriverOptions, limits: { maxEffects: number; maxResponseBytes: number }) {
+  constructor(
+    options: PostgresDriverOptions,
+    limits: { maxEffects: number; maxResponseBytes: number; maxCheckpointBytes: number },
+  ) {
     const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
     if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 1) {
       throw new ConfigurationError(`lockTimeoutMs must be a positive whole number of ms, got ${lockTimeoutMs}`);
@@ -57,6 +61,7 @@ export class PostgresDriver implements IdempotencyDriver<PostgresEffect> {
     this.db = new Database(options.pool, options);
     this.maxEffects = limits.maxEffects;
     this.maxResponseBytes = limits.maxResponseBytes;
+    this.maxCheckpointBytes = limits.maxCheckpointBytes;
   }
 
   /**
@@ -115,6 +120,37 @@ export class PostgresDriver implements IdempotencyDriver<PostgresEffect> {
     const outcome = await this.db.transaction([
       this.bounds(),
       completion,
+      ...effects.map((effect, i) => this.effectStep(effect, i)),
+    ]);
+    if (outcome.committed) return { kind: 'written' } as const;
+    const failed = firstFailedStep(outcome);
+    if (failed?.step === COMMIT_COMPLETION_STEP) return fenced(failed.error);
+    return this.throwEffectFailure(lease.key, failed, COMMIT_EFFECTS_FROM);
+  }
+
+  /**
+   * A recovery point: the fenced progress first, then the step's effects, in one transaction (one round trip with a
+   * pipelining pool), or the progress alone as one statement. When the fence raises (another owner, not in progress,
+   * or another revision: our own, when this is sent again after its reply was lost), nothing is written, and the
+   * record it met comes back in the error's detail.
+   */
+  async checkpoint({
+    lease,
+    progress,
+    effects,
+  }: Parameters<NonNullable<IdempotencyDriver<PostgresEffect>['checkpoint']>>[0]): Promise<WriteOutcome> {
+    const write = sql.checkpoint(this.names, lease, progress);
+    if (effects.length === 0) {
+      try {
+        await this.db.query(write);
+        return { kind: 'written' } as const;
+      } catch (error) {
+        return fenced(error);
+      }
+    }
+    const outcome = await this.db.transaction([
+      this.bounds(),
+      write,
       ...effects.map((effect, i) => this.effectStep(effect, i)),
     ]);
     if (outcome.committed) return { kind: 'written' } as const;

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { schemaV1, type TableNames, type TableOptions, tableNames } from './schema.js';
+import { schemaV1, schemaV2, type TableNames, type TableOptions, tableNames } from './schema.js';
 
 /** One step of the schema, applied once per table and recorded in the table's migrations table. */
 export interface Migration {
@@ -11,6 +11,7 @@ export interface Migration {
 /** Every migration, oldest first. A new version is appended here, never edited in place once released. */
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: 'the keys table, its recovery and expiry indexes, the fence', sql: schemaV1 },
+  { version: 2, description: 'recovery points: the steps of multi-step operations, in the fence too', sql: schemaV2 },
 ];
 
 function migrationsTable(names: TableNames): string {

@@ -74,14 +74,27 @@ export function tableNames(options: TableOptions = {}): TableNames {
  * fence's DETAIL), so one decoder reads them all, exactly, whatever the session's time zone or `bytea_output`.
  */
 export function recordJson(alias: string): string {
+  return `jsonb_build_object(${recordMembersV1(alias)},
+      'steps', ${alias}.steps, 'step_revision', ${alias}.step_revision)`;
+}
+
+/** The members of a record's JSON that version 1 of the schema had. */
+function recordMembersV1(alias: string): string {
   const ms = (column: string) => `floor(extract(epoch FROM ${alias}.${column}) * 1000)`;
-  return `jsonb_build_object(
-      'scope', ${alias}.scope, 'key', ${alias}.key, 'status', ${alias}.status, 'fingerprint', ${alias}.fingerprint,
+  return `'scope', ${alias}.scope, 'key', ${alias}.key, 'status', ${alias}.status, 'fingerprint', ${alias}.fingerprint,
       'lease_token', ${alias}.lease_token, 'lease_expires_at', ${ms('lease_expires_at')},
       'downstream_key', ${alias}.downstream_key, 'attempt', ${alias}.attempt, 'created_at', ${ms('created_at')},
       'expires_at', floor(extract(epoch FROM ${alias}.expires_at)), 'recover_at', ${ms('recover_at')},
       'response_status', ${alias}.response_status, 'response_headers', ${alias}.response_headers,
-      'response_body', encode(${alias}.response_body, 'base64'), 'response_is_base64', ${alias}.response_is_base64)`;
+      'response_body', encode(${alias}.response_body, 'base64'), 'response_is_base64', ${alias}.response_is_base64`;
+}
+
+/**
+ * The record as version 1 of the schema built it in its fence, kept as released: version 1 is applied as it was, and
+ * version 2 replaces the fence with one built from {@link recordJson}.
+ */
+function recordJsonV1(alias: string): string {
+  return `jsonb_build_object(${recordMembersV1(alias)})`;
 }
 
 const STATUSES = Object.values(RecordStatus)
@@ -146,7 +159,7 @@ BEGIN
     RETURN;
   END IF;
   -- A fresh snapshot (this function is volatile): the record as it stands now, after any write we waited on.
-  SELECT ${recordJson('r')} INTO met FROM ${t} AS r WHERE r.scope = fenced_scope AND r.key = fenced_key;
+  SELECT ${recordJsonV1('r')} INTO met FROM ${t} AS r WHERE r.scope = fenced_scope AND r.key = fenced_key;
   RAISE EXCEPTION 'idempotency record %|% is not as this write expected', fenced_scope, fenced_key
     USING ERRCODE = '${FENCE_SQLSTATE}', DETAIL = coalesce(met::text, 'null');
 END
@@ -162,5 +175,41 @@ BEGIN
   END IF;
 END
 $expect$;
+`;
+}
+
+/** The fence, built from a record's JSON: version 1's, and version 2's with the steps. */
+function fenceFunction(names: TableNames, json: (alias: string) => string, create: string): string {
+  return `
+${create} FUNCTION ${names.fence}(matched bigint, fenced_scope text, fenced_key text) RETURNS void
+LANGUAGE plpgsql AS $fence$
+DECLARE
+  met jsonb;
+BEGIN
+  IF matched > 0 THEN
+    RETURN;
+  END IF;
+  -- A fresh snapshot (this function is volatile): the record as it stands now, after any write we waited on.
+  SELECT ${json('r')} INTO met FROM ${names.table} AS r WHERE r.scope = fenced_scope AND r.key = fenced_key;
+  RAISE EXCEPTION 'idempotency record %|% is not as this write expected', fenced_scope, fenced_key
+    USING ERRCODE = '${FENCE_SQLSTATE}', DETAIL = coalesce(met::text, 'null');
+END
+$fence$;`;
+}
+
+/**
+ * Version 2 of the schema: recovery points. A multi-step operation's steps (`steps`, the JSON of each step's name,
+ * state, result, attempt and time) and their revision (`step_revision`, one more with each checkpoint, the condition
+ * a checkpoint follows), both null until the first checkpoint; and the fence again, its detail carrying them.
+ * Adding nullable columns with no default rewrites no row: instant on a table of any size.
+ */
+export function schemaV2(names: TableNames): string {
+  return `
+ALTER TABLE ${names.table}
+  ADD COLUMN steps         jsonb,
+  ADD COLUMN step_revision integer,
+  ADD CONSTRAINT ${quoteIdentifier(`${names.bare}_steps_with_revision`)}
+    CHECK ((steps IS NULL) = (step_revision IS NULL));
+${fenceFunction(names, recordJson, 'CREATE OR REPLACE')}
 `;
 }

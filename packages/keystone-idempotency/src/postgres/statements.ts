@@ -1,5 +1,6 @@
 import { splitScopedKey } from '../engine/key.js';
 import { type IdempotencyRecord, type Lease, RecordStatus, type StoredResponse } from '../engine/record.js';
+import type { StepProgress } from '../engine/steps.js';
 import { responseColumns } from './codec.js';
 import type { Statement } from './database.js';
 import { recordJson, type TableNames } from './schema.js';
@@ -47,10 +48,11 @@ function recordValues(record: IdempotencyRecord, completedAt: number | undefined
 }
 
 const PLACEHOLDERS = Array.from({ length: 16 }, (_, i) => `$${i + 1}`).join(', ');
-const OVERWRITE = COLUMNS.split(', ')
+/** A new generation over an expired record: every column, and no steps (a new generation starts without). */
+const OVERWRITE = `${COLUMNS.split(', ')
   .filter((column) => column !== 'scope' && column !== 'key')
   .map((column) => `${column} = EXCLUDED.${column}`)
-  .join(', ');
+  .join(', ')}, steps = NULL, step_revision = NULL`;
 
 /** Each column's type, in {@link COLUMNS} order: an INSERT from a SELECT learns no parameter type from its target. */
 const COLUMN_TYPES = [
@@ -208,6 +210,34 @@ SELECT ${names.fence}((SELECT count(*) FROM done), $1, $2)`,
 }
 
 /**
+ * A recovery point: the operation's steps at their new revision. Fencing: only the current owner, in progress, and
+ * only from the revision this checkpoint follows, so one sent again after its reply was lost meets its own revision
+ * instead of running its effects twice; otherwise the fence raises, and the transaction (the step's effects in it)
+ * rolls back. The first statement of a transaction with effects, or a round trip of its own without.
+ */
+export function checkpoint(names: TableNames, lease: Lease, progress: StepProgress): Statement {
+  const { scope, clientKey } = splitScopedKey(lease.key);
+  return {
+    text: `WITH done AS (
+  UPDATE ${names.table}
+     SET steps = $3::jsonb, step_revision = $4
+   WHERE scope = $1 AND key = $2 AND lease_token = $5 AND status = '${RecordStatus.InProgress}'
+     AND coalesce(step_revision, 0) = $6
+  RETURNING 1
+)
+SELECT ${names.fence}((SELECT count(*) FROM done), $1, $2)`,
+    values: [
+      scope,
+      clientKey,
+      JSON.stringify(progress.steps),
+      progress.revision,
+      lease.leaseToken,
+      progress.revision - 1,
+    ],
+  };
+}
+
+/**
  * Ends this owner's lease with a new status (released, abandoned): the lease ends now, and `change` says what becomes
  * of `recover_at` and `expires_at` (a field left out is unchanged). Conditioned on still owning the record in
  * progress. `ended` is true when it did, or when the record already holds exactly this ending under this owner's
@@ -277,6 +307,7 @@ SELECT ${names.fence}((SELECT count(*) FROM written), $1, $2)`,
     .map((column, index) => ({ column, index }))
     .filter(({ column }) => column !== 'scope' && column !== 'key')
     .map(({ column, index }) => `${column} = $${index + 1}`)
+    .concat('steps = NULL', 'step_revision = NULL')
     .join(', ');
   return {
     text: `WITH written AS (

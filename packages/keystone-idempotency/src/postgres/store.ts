@@ -16,8 +16,10 @@ export interface PostgresStoreOptions extends StoreLifetimeOptions, TableOptions
   readonly pool: Pick<Pool, 'connect'>;
   /** Largest stored response (body plus headers, bytes). Default 1 MiB. */
   readonly maxResponseBytes?: number;
-  /** Most effects one commit carries. Default 1000. */
+  /** Most effects one commit (or one step's checkpoint) carries. Default 1000. */
   readonly maxEffects?: number;
+  /** Largest progress of a multi-step operation (its steps and their results, as JSON, bytes). Default 1 MiB. */
+  readonly maxCheckpointBytes?: number;
   /**
    * How long a claim, a takeover, a release or a one-shot commit waits for another session holding its key (a
    * concurrent duplicate's, a committing owner's, or one whose connection went silent mid-commit) before answering
@@ -37,6 +39,7 @@ export interface PostgresStoreOptions extends StoreLifetimeOptions, TableOptions
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 export const DEFAULT_MAX_EFFECTS = 1000;
+export const DEFAULT_MAX_CHECKPOINT_BYTES = 1024 * 1024;
 
 /**
  * The idempotency engine's store on PostgreSQL: the same protocol as on DynamoDB, step for step, each step a
@@ -84,6 +87,7 @@ export class PostgresStore extends DriverStore<PostgresEffect> {
     const driver = new PostgresDriver(options, {
       maxEffects: options.maxEffects ?? DEFAULT_MAX_EFFECTS,
       maxResponseBytes: options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+      maxCheckpointBytes: options.maxCheckpointBytes ?? DEFAULT_MAX_CHECKPOINT_BYTES,
     });
     super(driver, options);
     this.postgres = driver;

@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { leaseOf } from '../../src/engine/decide';
+import { joinScopedKey } from '../../src/engine/key';
 import { MIGRATIONS, migrate, migrationSql } from '../../src/postgres/migrate';
+import { tableNames } from '../../src/postgres/schema';
+import { PostgresStore } from '../../src/postgres/store';
 import { testPostgres } from '../support/postgres';
 
 /** The schema ships as migrations a team applies with `migrate()` (or as SQL, with its own tool), once each. */
@@ -56,22 +60,22 @@ describe('migrate', () => {
     const schema = freshSchema();
     await migrate(pg.pool, { schema });
     expect(await migrate(pg.pool, { schema })).toEqual({ applied: [] });
-    expect(await versions(schema)).toEqual([1]);
+    expect(await versions(schema)).toEqual([1, 2]);
   });
 
   it('lets concurrent deploys race: one applies, the others wait for it and find nothing left to do', async () => {
     const schema = freshSchema();
     const pools = Array.from({ length: 4 }, () => pg.pool2({ max: 1 }));
     const results = await Promise.all(pools.map((pool) => migrate(pool, { schema })));
-    expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 1]);
-    expect(await versions(schema)).toEqual([1]);
+    expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 2]);
+    expect(await versions(schema)).toEqual([1, 2]);
   });
 
   it('puts a table of another name beside the first, each with its own functions and record of versions', async () => {
     const schema = freshSchema();
     await migrate(pg.pool, { schema });
-    expect(await migrate(pg.pool, { schema, table: 'webhook_keys' })).toEqual({ applied: [1] });
-    expect(await versions(schema, 'webhook_keys')).toEqual([1]);
+    expect(await migrate(pg.pool, { schema, table: 'webhook_keys' })).toEqual({ applied: [1, 2] });
+    expect(await versions(schema, 'webhook_keys')).toEqual([1, 2]);
   });
 
   it('rolls back a migration that fails half-way, leaving nothing behind', async () => {
@@ -96,7 +100,47 @@ describe('migrationSql', () => {
     } finally {
       client.release();
     }
-    expect(await versions(schema)).toEqual([1]);
+    expect(await versions(schema)).toEqual([1, 2]);
     expect(await migrate(pg.pool, { schema })).toEqual({ applied: [] });
+  });
+});
+
+describe('version 2 (recovery points)', () => {
+  it('upgrades a table of version 1 in place: its rows read as before, and the fence reports steps', async () => {
+    const schema = freshSchema();
+    const names = tableNames({ schema });
+    const v1 = MIGRATIONS.find((m) => m.version === 1)!;
+    await pg.pool.query(`CREATE SCHEMA "${schema}"`);
+    await pg.pool.query(
+      `CREATE TABLE ${names.migrations} (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    await pg.pool.query(v1.sql(names));
+    await pg.pool.query(`INSERT INTO ${names.migrations} (version, description) VALUES (1, $1)`, [v1.description]);
+    // A row as version 1 holds it: an operation in progress when the upgrade is deployed (migrate first, then code).
+    const clientKey = randomUUID();
+    const now = Date.now();
+    await pg.pool.query(
+      `INSERT INTO ${names.table} (scope, key, status, fingerprint, lease_token, lease_expires_at, downstream_key,
+         attempt, created_at, expires_at)
+       VALUES ('acct_1|op', $1, 'IN_PROGRESS', 'fp', 'token-1', $2, 'idk_1', 1, $3, $4)`,
+      [clientKey, new Date(now + 60_000), new Date(now), new Date(now + 3_600_000)],
+    );
+    expect(await migrate(pg.pool, { schema })).toEqual({ applied: [2] });
+    const store = new PostgresStore({ pool: pg.pool, schema });
+    const key = joinScopedKey('acct_1|op', clientKey);
+    const record = await store.get(key);
+    expect(record).toMatchObject({ status: 'IN_PROGRESS', leaseToken: 'token-1', downstreamKey: 'idk_1' });
+    expect(record?.progress).toBeUndefined();
+    const claimed = { kind: 'acquired' as const, lease: leaseOf(record!, false) };
+    // The row claimed under version 1 is checkpointed under version 2.
+    const progress = {
+      revision: 1,
+      steps: [{ name: 'charge', state: 'done' as const, result: { id: 'ch_1' }, attempt: 1, at: 1 }],
+    };
+    await store.checkpoint!(claimed.lease, progress);
+    expect((await store.get(key))?.progress).toEqual(progress);
+    // The fence's detail carries the steps: another owner's checkpoint learns the record with them.
+    const stale = store.checkpoint!({ ...claimed.lease, leaseToken: 'token-2' }, { ...progress, revision: 2 });
+    await expect(stale).rejects.toMatchObject({ name: 'LeaseLostError', record: { progress } });
   });
 });

@@ -75,6 +75,22 @@ export class MemoryDriver implements IdempotencyDriver<MemoryEffect> {
     );
   }
 
+  /** A recovery point: the progress, if this lease holds the record in progress at the revision it follows. */
+  async checkpoint(
+    write: Parameters<NonNullable<IdempotencyDriver<MemoryEffect>['checkpoint']>>[0],
+  ): Promise<WriteOutcome> {
+    const { lease, progress } = write;
+    return this.transact(
+      lease.key,
+      (current) =>
+        current?.leaseToken === lease.leaseToken &&
+        current.status === RecordStatus.InProgress &&
+        (current.progress?.revision ?? 0) === progress.revision - 1,
+      (current) => ({ ...(current as IdempotencyRecord), progress }),
+      write.effects,
+    );
+  }
+
   async endLease(write: Parameters<IdempotencyDriver<MemoryEffect>['endLease']>[0]): Promise<WriteOutcome> {
     const { lease, status, now, recoverAt, expiresAt } = write;
     return this.transact(
