@@ -5,6 +5,7 @@ import { MAX_KEY_LENGTH, scopedKey } from './key.js';
 import type { IdempotencyHandle } from './operation.js';
 import type { IdempotencyRecord } from './record.js';
 import { type InvocationTime, type OperationIdentity, runIdempotently } from './run.js';
+import type { StepObserver } from './steps.js';
 
 export interface MakeIdempotentOptions<TInput, TEffect, TResult = unknown> {
   readonly store: IdempotencyStore<TEffect>;
@@ -52,6 +53,8 @@ export interface MakeIdempotentOptions<TInput, TEffect, TResult = unknown> {
   readonly recoverable?: boolean;
   /** Told once when the store's lease is raised to cover a Lambda function's remaining time. Default `console`. */
   readonly logger?: { warn(message: string, details: Record<string, unknown>): void };
+  /** Told each step's outcome (`idempotency.step`): count them under `StepMetric`'s names. */
+  readonly onStep?: StepObserver;
   /**
    * Runs on every replay (never on a call that ran the function), with the stored result and the operation's
    * record; what it returns is what the call returns. Powertools' `responseHook`: mark a replay, or add what the
@@ -111,6 +114,7 @@ export function makeIdempotent<TInput, TResult, TEffect, TRest extends unknown[]
         // A Lambda handler's context, passed through after the input: the lease then covers its remaining time.
         invocation: rest.find(isInvocation),
         ...(options.logger ? { logger: options.logger } : {}),
+        ...(options.onStep ? { onStep: options.onStep } : {}),
       },
     );
     switch (outcome.kind) {

@@ -3,6 +3,7 @@ import { ContendedError, type LeaseLostError } from './errors.js';
 import { ClaimedOperation, type IdempotencyHandle } from './operation.js';
 import type { IdempotencyRecord, Lease, StoredResponse } from './record.js';
 import { resultOf, storedResult } from './result.js';
+import type { StepObserver } from './steps.js';
 import { idempotencyDisabled, unrecordedOperation } from './switch.js';
 
 /**
@@ -55,6 +56,8 @@ export interface LifecycleOptions {
   readonly invocation?: InvocationTime;
   /** Told once per store when a lease is raised to cover an invocation's remaining time. Default `console`. */
   readonly logger?: { warn(message: string, details: Record<string, unknown>): void };
+  /** Told each step's outcome (`handle.step`), as it happens: count them under `StepMetric`'s names. */
+  readonly onStep?: StepObserver;
 }
 
 /**
@@ -131,7 +134,10 @@ export async function beginOperation<TEffect>(
   }
   switch (claimed.kind) {
     case 'acquired':
-      return { kind: 'acquired', operation: new ClaimedOperation(store, claimed.lease) };
+      return {
+        kind: 'acquired',
+        operation: new ClaimedOperation(store, claimed.lease, options.onStep ? { onStep: options.onStep } : {}),
+      };
     case 'replay':
       return { kind: 'replay', key, response: claimed.response, record: claimed.record };
     case 'in_flight':

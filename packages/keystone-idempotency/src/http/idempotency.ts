@@ -8,6 +8,7 @@ import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
 import type { AttemptEnd, ClaimedOperation, IdempotencyHandle, Settlement } from '../engine/operation.js';
 import type { IdempotencyRecord } from '../engine/record.js';
 import { beginOperation } from '../engine/run.js';
+import { type StepEvent, StepMetric } from '../engine/steps.js';
 import { accountIdOf } from './account.js';
 import { answersEarly } from './early-response.js';
 import { frontDoorOf, type HttpEvent, type HttpResult, requestHeader, requestOperation } from './front-door.js';
@@ -79,7 +80,7 @@ export interface HttpIdempotencyOptions<TEffect, TEvent extends HttpEvent = Http
   };
   /**
    * Where outcome counts go, one per event: Powertools' `Metrics` fits (`addMetric(name, 'Count', 1)`). The names
-   * are {@link IdempotencyMetric}'s values.
+   * are {@link IdempotencyMetric}'s values, and `StepMetric`'s for each step of a multi-step handler.
    */
   readonly metrics?: { addMetric(name: string, unit: 'Count', value: number): void };
   /**
@@ -186,6 +187,7 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
           recoverable: options.recoverable ?? false,
           invocation: request.context,
           logger,
+          ...(options.metrics ? { onStep: (event: StepEvent) => count(StepMetric[event.outcome]) } : {}),
         },
       );
       switch (began.kind) {
