@@ -531,6 +531,10 @@ export class CompleterRun extends ProtocolCommand {
         skipped: 0,
         failed: 0,
         left: 0,
+        // The model's operations are one-step: nothing for the multi-step counts.
+        compensated: 0,
+        abandonedWithProgress: 0,
+        steps: {},
       };
       // What the run does not finish, as the report names it: when each was first due, not when it is due now.
       const unfinished: Required<DueOperation>[] = [];
