@@ -1,0 +1,204 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The store's Lua scripts: each conditional write is one script, so Redis runs its check and its writes with nothing
+ * in between (a script is atomic: no other command runs while it does). Every script names all the keys it touches
+ * in KEYS, all in the store's hash slot: KEYS[1] the record, KEYS[2] the recovery set, KEYS[3..] the effects' keys.
+ *
+ * A script is not a transaction: a command that fails half way leaves the writes before it. So each script checks
+ * everything first (the record's condition, then every effect's), and writes only once nothing can refuse. The
+ * `#!lua` line (Redis 7, Valkey 7.2) makes the server refuse a writing script at its start when it is out of memory,
+ * rather than at its first write; a read is flagged `no-writes`.
+ *
+ * Times are the engine's (`now` in ARGV); the server's clock decides nothing. The record's TTL is set relative to
+ * that `now` (PEXPIRE, the time left until `expiresAt` as the engine counts it), so a skew between the caller's clock
+ * and the server's never deletes a record early. A record in the recovery set has no TTL at all.
+ *
+ * Replies: `{'written'}`, `{'met', field, value, ...}` (the record as stored, HGETALL's pairs; none when absent), or
+ * `{'effect', i}` (effect i, from 1, refused by its own condition; nothing written).
+ */
+
+const PRELUDE = `
+local record, recovery = KEYS[1], KEYS[2]
+
+local function met()
+  local reply = redis.call('HGETALL', record)
+  table.insert(reply, 1, 'met')
+  return reply
+end
+
+-- Absent, or past its expiry and not in the recovery set: an unfinished recoverable operation is never free.
+local function free(now)
+  if redis.call('EXISTS', record) == 0 then return true end
+  local f = redis.call('HMGET', record, 'recoverAt', 'expiresAt')
+  return (not f[1]) and f[2] ~= false and tonumber(f[2]) * 1000 <= now
+end
+
+-- After a write: in the recovery set with no TTL, or out of it with the TTL its expiry leaves from now.
+local function settle(key, now)
+  local f = redis.call('HMGET', record, 'recoverAt', 'expiresAt')
+  if f[1] then
+    redis.call('PERSIST', record)
+    redis.call('ZADD', recovery, f[1], key)
+  else
+    redis.call('ZREM', recovery, key)
+    if f[2] then
+      redis.call('PEXPIRE', record, math.max(tonumber(f[2]) * 1000 - now, 1000))
+    else
+      redis.call('PERSIST', record)
+    end
+  end
+end
+
+-- The effects' conditions, against the data as it is before any of them is written: the first refused (from 1), or 0.
+local function refusedEffect(at, n)
+  for i = 1, n do
+    local key, base = KEYS[2 + i], at + (i - 1) * 4
+    local kind, a, nx = ARGV[base], ARGV[base + 1], ARGV[base + 3]
+    local t = redis.call('TYPE', key).ok
+    if kind == 'set' then
+      if nx == '1' and t ~= 'none' then return i end
+    elseif kind == 'hset' then
+      if t ~= 'none' and t ~= 'hash' then return i end
+      if nx == '1' and t == 'hash' and redis.call('HEXISTS', key, a) == 1 then return i end
+    elseif kind == 'incrBy' then
+      if t ~= 'none' and t ~= 'string' then return i end
+      local current = 0
+      if t == 'string' then
+        local v = redis.call('GET', key)
+        if not string.match(v, '^-?%d+$') then return i end
+        current = tonumber(v)
+      end
+      if math.abs(current + tonumber(a)) > 9007199254740991 then return i end
+    elseif kind == 'require' then
+      if t == 'none' then return i end
+    else
+      return i
+    end
+  end
+  return 0
+end
+
+local function writeEffects(at, n)
+  for i = 1, n do
+    local key, base = KEYS[2 + i], at + (i - 1) * 4
+    local kind, a, b = ARGV[base], ARGV[base + 1], ARGV[base + 2]
+    if kind == 'set' then
+      redis.call('SET', key, a)
+    elseif kind == 'hset' then
+      redis.call('HSET', key, a, b)
+    elseif kind == 'incrBy' then
+      redis.call('INCRBY', key, a)
+    end
+  end
+end
+`;
+
+/**
+ * putFresh, takeOver and commitOneShot: the whole record written in place of what is there, on a fresh claim's
+ * condition (no lease token given: absent, or expired and not in the recovery set) or a takeover's (the stored record
+ * still has the lease token and status seen), with the effects of a one-shot commit.
+ *
+ * ARGV: key, now, seen lease token ('' for a fresh claim), seen status, number of record fields, the fields (name,
+ * value, ...), number of effects, the effects (4 each).
+ */
+const PLACE = `#!lua
+${PRELUDE}
+local key, now, seenToken, seenStatus = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local fieldCount = tonumber(ARGV[5])
+local effectsAt = 6 + fieldCount
+local effectCount = tonumber(ARGV[effectsAt])
+if seenToken == '' then
+  if not free(now) then return met() end
+else
+  local f = redis.call('HMGET', record, 'leaseToken', 'status')
+  if f[1] ~= seenToken or f[2] ~= seenStatus then return met() end
+end
+local refused = refusedEffect(effectsAt + 1, effectCount)
+if refused > 0 then return {'effect', refused} end
+writeEffects(effectsAt + 1, effectCount)
+redis.call('DEL', record)
+redis.call('HSET', record, unpack(ARGV, 6, 5 + fieldCount))
+settle(key, now)
+return {'written'}
+`;
+
+/**
+ * commit: completes the record (its response, a new expiry, out of the recovery set) and writes the effects, only if
+ * it holds the lease token and is in progress.
+ *
+ * ARGV: key, now, lease token, response (JSON), expiresAt (s), number of effects, the effects.
+ */
+const COMMIT = `#!lua
+${PRELUDE}
+local key, now, token = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local effectCount = tonumber(ARGV[6])
+local f = redis.call('HMGET', record, 'leaseToken', 'status')
+if f[1] ~= token or f[2] ~= 'IN_PROGRESS' then return met() end
+local refused = refusedEffect(7, effectCount)
+if refused > 0 then return {'effect', refused} end
+writeEffects(7, effectCount)
+redis.call('HSET', record, 'status', 'COMPLETED', 'response', ARGV[4], 'expiresAt', ARGV[5])
+redis.call('HDEL', record, 'recoverAt')
+settle(key, now)
+return {'written'}
+`;
+
+/**
+ * endLease: a release or an abandonment, only if the record holds the lease token and is in progress. recoverAt and
+ * expiresAt: '' leaves the field as it is, '-' removes it, a number sets it.
+ *
+ * ARGV: key, now, lease token, status, recoverAt, expiresAt.
+ */
+const END_LEASE = `#!lua
+${PRELUDE}
+local key, now, token = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local f = redis.call('HMGET', record, 'leaseToken', 'status')
+if f[1] ~= token or f[2] ~= 'IN_PROGRESS' then return met() end
+redis.call('HSET', record, 'status', ARGV[4], 'leaseExpiresAt', ARGV[2])
+local changes = { recoverAt = ARGV[5], expiresAt = ARGV[6] }
+for field, value in pairs(changes) do
+  if value == '-' then redis.call('HDEL', record, field) elseif value ~= '' then redis.call('HSET', record, field, value) end
+end
+settle(key, now)
+return {'written'}
+`;
+
+/** read: the record as stored (HGETALL's pairs), past its expiry or not. */
+const READ = `#!lua flags=no-writes
+return redis.call('HGETALL', KEYS[1])
+`;
+
+/** findDue: the recovery set's members due at ARGV[1] (recoverAt <= now), oldest first, at most ARGV[2], with scores. */
+const FIND_DUE = `#!lua flags=no-writes
+return redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')
+`;
+
+/**
+ * The eviction policy of the server that holds the store's slot (KEYS[1] routes it there on a cluster): INFO's
+ * memory section, which a script may run where CONFIG is refused (ElastiCache renames or blocks CONFIG).
+ */
+const EVICTION_POLICY = `#!lua flags=no-writes
+local info = redis.call('INFO', 'memory')
+return string.match(info, 'maxmemory_policy:([%w%-]+)') or ''
+`;
+
+/** A script and its SHA-1, the name EVALSHA runs it by. */
+export interface Script {
+  readonly name: string;
+  readonly source: string;
+  readonly sha: string;
+}
+
+function script(name: string, source: string): Script {
+  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+export const SCRIPTS = {
+  place: script('place', PLACE),
+  commit: script('commit', COMMIT),
+  endLease: script('endLease', END_LEASE),
+  read: script('read', READ),
+  findDue: script('findDue', FIND_DUE),
+  evictionPolicy: script('evictionPolicy', EVICTION_POLICY),
+} as const;
