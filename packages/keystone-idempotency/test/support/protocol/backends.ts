@@ -14,6 +14,7 @@ import { splitScopedKey } from '../../../src/engine/key';
 import { fromJson, type RecordJson } from '../../../src/postgres/codec';
 import { recordJson } from '../../../src/postgres/schema';
 import type { PostgresStore } from '../../../src/postgres/store';
+import { fromPairs } from '../../../src/redis/codec';
 import {
   Delivery,
   type EffectRow,
@@ -23,6 +24,7 @@ import {
 } from '../../../src/testing/protocol/system';
 import { localClient, localDocumentClient, testDatabase } from '../dynamodb';
 import { testPostgres } from '../postgres';
+import { type RedisClient, redisEngineCommands, testRedis } from '../redis';
 
 /** The protocol model on DynamoDB Local: replies lost inside the AWS SDK, after DynamoDB answered. */
 export function dynamoDbProtocol(): ProtocolBackend {
@@ -248,8 +250,111 @@ export function postgresProtocol(): ProtocolBackend {
   };
 }
 
-/** Both stores, for `describe.each`: each backend is made inside its own describe block. */
+/**
+ * The protocol model on Redis: replies lost on the wire, through the fault proxy, after Redis ran the script.
+ * `sdk-retry` loses the first reply to each distinct command (the store sends the very same command again, on the
+ * reconnected client); `reply-lost` loses every one, with a store that does not send again.
+ */
+export function redisProtocol(): ProtocolBackend {
+  const redis = testRedis();
+  const any = redisEngineCommands().any();
+  let retrying: RedisClient;
+  let giving: RedisClient;
+  beforeAll(async () => {
+    retrying = await redis.newProxiedClient();
+    giving = await redis.newProxiedClient();
+    // Each client's eviction check made before any of its replies is lost.
+    for (const client of [retrying, giving]) await redis.store({ client }).get('warm-up');
+  });
+  const effectsKey = (effectsPk: string) => redis.key(`model:${effectsPk}`);
+  return {
+    keys: (run, count) => Array.from({ length: count }, (_, i) => `model|${run}|op${i}`),
+    // Members of a sorted set with one score sort by their bytes: op0 before op1.
+    dueRank: (key) => Number(/op(\d+)$/.exec(key)?.[1]),
+
+    async via(delivery, settings, use) {
+      if (delivery === Delivery.direct) return use(redis.store(settings));
+      if (delivery === Delivery.sdkRetry) {
+        const seen = new Set<string>();
+        const rule = redis.proxy.arm({
+          match: {
+            name: 'first sending',
+            when: (command) => {
+              const identity = JSON.stringify(command.args);
+              if (!any.when(command) || seen.has(identity)) return false;
+              seen.add(identity);
+              return true;
+            },
+          },
+          fault: { mode: 'drop-reply' },
+          count: Number.POSITIVE_INFINITY,
+        });
+        try {
+          return await use(redis.store({ ...settings, client: retrying, attempts: 2 }));
+        } finally {
+          rule.disarm();
+        }
+      }
+      const rule = redis.proxy.arm({ match: any, fault: { mode: 'drop-reply' }, count: Number.POSITIVE_INFINITY });
+      try {
+        return await use(redis.store({ ...settings, client: giving, attempts: 1 }));
+      } catch (error) {
+        if (rule.fired() > 0) throw new Error('reply lost', { cause: error });
+        throw error;
+      } finally {
+        rule.disarm();
+      }
+    },
+
+    async records(keys) {
+      const store = redis.store();
+      return Promise.all(
+        keys.map(async (key): Promise<StoredItem | undefined> => {
+          const record = fromPairs(Object.entries(await redis.direct.hGetAll(store.recordKey(key))).flat());
+          if (!record) return undefined;
+          const score = await redis.direct.zScore(store.recoverySetKey, key);
+          return { ...record, inRecoveryIndex: score !== null };
+        }),
+      );
+    },
+
+    async effectRows(effectsPk) {
+      const rows = await redis.direct.hGetAll(effectsKey(effectsPk));
+      return Object.values(rows).map((row) => JSON.parse(String(row)) as EffectRow);
+    },
+
+    effect: (effectsPk, row) => ({ hset: effectsKey(effectsPk), field: row.sk, value: JSON.stringify(row) }),
+
+    /**
+     * What Redis's own expiry does once a record's TTL has run out (the TTL runs on the server's clock, which the
+     * run's clock does not move): deletes a record past its expiry that is not in the recovery set (one there has
+     * no TTL), in one script, as the TTL would.
+     */
+    async sweepExpired(keys, settings) {
+      const store = redis.store();
+      for (const key of keys) {
+        await redis.direct.eval(
+          `local f = redis.call('HMGET', KEYS[1], 'recoverAt', 'expiresAt')
+           if (not f[1]) and f[2] and tonumber(f[2]) * 1000 <= tonumber(ARGV[1]) then redis.call('DEL', KEYS[1]) end`,
+          { keys: [store.recordKey(key)], arguments: [String(settings.clock.now())] },
+        );
+      }
+    },
+
+    async cleanUp(keys, effectsPk) {
+      const store = redis.store();
+      for (const key of keys) {
+        await redis.direct.del(store.recordKey(key));
+        await redis.direct.zRem(store.recoverySetKey, key);
+      }
+      await redis.direct.del(effectsKey(effectsPk));
+    },
+  };
+}
+
+/** Every store, for `describe.each`: each backend is made inside its own describe block. */
 export const protocolBackends: readonly [string, () => ProtocolBackend][] = [
   ['DynamoDB', dynamoDbProtocol],
   ['PostgreSQL', postgresProtocol],
+  ['Redis', redisProtocol],
 ];

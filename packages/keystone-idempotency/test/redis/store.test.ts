@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import { startRedisLocal } from '@keystone-idempotency/local-aws/redis-local';
+import {
+  ConfigurationError,
+  EffectConditionFailedError,
+  EffectKindError,
+  type Lease,
+  makeIdempotent,
+  type StoredResponse,
+  scopedKey,
+} from '../../src/engine';
+import { RedisStore } from '../../src/redis';
+import { FakeClock } from '../support/fake-clock';
+import { redisClient, redisEngineCommands, testRedis } from '../support/redis';
+
+/**
+ * What is particular to Redis: the TTL a record carries (none in the recovery set), the eviction policy the store
+ * refuses, the hash slot its effects must share, and a commit's effects all-or-nothing in its script. The protocol
+ * itself is the contract suite's (store-contract.test.ts); lost replies and restarts are faults.test.ts.
+ */
+const redis = testRedis();
+const created: StoredResponse = { statusCode: 201, body: '{"id":"pay_1"}', headers: {} };
+const newKey = () => scopedKey({ accountId: 'acct_redis', operation: 'POST /payments', key: randomUUID() });
+
+async function acquire(s: RedisStore, key: string, recoverable = false): Promise<Lease> {
+  const outcome = await s.claim(key, 'fp', { recoverable });
+  if (outcome.kind !== 'acquired') throw new Error(`expected to acquire ${key}, got ${outcome.kind}`);
+  return outcome.lease;
+}
+
+describe('expiry', () => {
+  it("gives a completed record the key's own TTL: the time its expiry leaves on the engine's clock", async () => {
+    // A clock a year behind the server's: an absolute expiry would have deleted the record on the spot.
+    const clock = new FakeClock(Date.now() - 365 * 24 * 3600_000);
+    const s = redis.store({ clock, ttlSeconds: 3600 });
+    const key = newKey();
+    await s.commit(await acquire(s, key), created);
+    const ttl = await redis.direct.pTTL(s.recordKey(key));
+    expect(ttl).toBeGreaterThan(3590_000);
+    expect(ttl).toBeLessThanOrEqual(3601_000);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: created });
+  });
+
+  it('keeps an unfinished recoverable record with no TTL, in the recovery set, until it is finished', async () => {
+    const s = redis.store({ ttlSeconds: 60 });
+    const key = newKey();
+    const lease = await acquire(s, key, true);
+    expect(await redis.direct.pTTL(s.recordKey(key))).toBe(-1); // no TTL
+    expect(await redis.direct.zScore(s.recoverySetKey, key)).not.toBeNull();
+    await s.release(lease);
+    expect(await redis.direct.pTTL(s.recordKey(key))).toBe(-1);
+    const again = await acquire(s, key, true);
+    await s.abandon(again);
+    expect(await redis.direct.zScore(s.recoverySetKey, key)).toBeNull();
+    expect(await redis.direct.pTTL(s.recordKey(key))).toBeGreaterThan(50_000); // a full TTL from the abandonment
+  });
+
+  it('gives an in-progress record that is not recoverable its TTL from the claim', async () => {
+    const s = redis.store({ ttlSeconds: 60 });
+    const key = newKey();
+    await acquire(s, key);
+    expect(await redis.direct.pTTL(s.recordKey(key))).toBeGreaterThan(50_000);
+    expect(await redis.direct.zScore(s.recoverySetKey, key)).toBeNull();
+  });
+});
+
+describe('the eviction policy', () => {
+  afterEach(() => redis.direct.configSet('maxmemory-policy', 'noeviction'));
+
+  it.each(['allkeys-lru', 'allkeys-lfu', 'allkeys-random', 'volatile-lru', 'volatile-ttl'])(
+    'refuses %s with a ConfigurationError before its first command, and keeps refusing',
+    async (policy) => {
+      await redis.direct.configSet('maxmemory-policy', policy);
+      const client = await redis.newProxiedClient();
+      const s = redis.store({ client });
+      await expect(s.claim(newKey(), 'fp')).rejects.toThrow(ConfigurationError);
+      await expect(s.claim(newKey(), 'fp')).rejects.toThrow(new RegExp(`maxmemory-policy is ${policy}`));
+      // The refusal stands for the client, whatever the server's setting becomes: a new client checks again.
+      await redis.direct.configSet('maxmemory-policy', 'noeviction');
+      await expect(s.get(newKey())).rejects.toThrow(ConfigurationError);
+    },
+  );
+
+  it("accepts volatile-* when told to (evictionCheck: 'volatile'), and anything with 'skip'", async () => {
+    await redis.direct.configSet('maxmemory-policy', 'volatile-lru');
+    const client = await redis.newProxiedClient();
+    expect((await redis.store({ client, evictionCheck: 'volatile' }).claim(newKey(), 'fp')).kind).toBe('acquired');
+    await redis.direct.configSet('maxmemory-policy', 'allkeys-lru');
+    const other = await redis.newProxiedClient();
+    expect((await redis.store({ client: other, evictionCheck: 'skip' }).claim(newKey(), 'fp')).kind).toBe('acquired');
+  });
+
+  it('reads it on a server whose CONFIG is renamed away (as ElastiCache blocks it): INFO, in a script', async () => {
+    const server = await startRedisLocal({ settings: { 'rename-command': ['CONFIG', ''] } });
+    const client = await redisClient(server.url);
+    try {
+      await expect(client.configGet('maxmemory-policy')).rejects.toThrow(/unknown command/i);
+      const s = new RedisStore({ client, leaseSeconds: 30 });
+      expect((await s.claim(newKey(), 'fp')).kind).toBe('acquired');
+    } finally {
+      await client.close();
+      await server.stop();
+    }
+  });
+});
+
+describe('effects', () => {
+  it("are commands on keys of the store's hash slot: another key is refused when staged", async () => {
+    const s = redis.store();
+    const work = makeIdempotent(
+      async (_: { id: string }, idempotency) => {
+        idempotency.stage({ set: 'orders:1', value: 'x' } as never);
+        return 'done';
+      },
+      { store: s, name: 'slot', key: (input) => input.id },
+    );
+    await expect(work({ id: randomUUID() })).rejects.toThrow(EffectKindError);
+    expect(() => s.checkEffect({ set: '{other}:orders:1', value: 'x' }, 0)).toThrow(/hash tag/);
+    expect(() => s.checkEffect({ set: `${s.recordKey('k')}`, value: 'x' }, 0)).toThrow(/store's own/);
+    expect(() => s.checkEffect({ set: s.recoverySetKey, value: 'x' }, 0)).toThrow(/store's own/);
+    expect(() => s.checkEffect({ incrBy: s.effectKey('n'), by: 0.5 }, 0)).toThrow(EffectKindError);
+    expect(() => s.checkEffect({ Put: { TableName: 't', Item: {} } }, 0)).toThrow(EffectKindError);
+    expect(() => s.effectKey('recovery')).toThrow(ConfigurationError);
+  });
+
+  it('commit all or nothing: a refused incrBy after a set writes neither, and the key stays in progress', async () => {
+    const s = redis.store();
+    const key = newKey();
+    const lease = await acquire(s, key);
+    const text = s.effectKey(`text:${randomUUID()}`);
+    const written = s.effectKey(`written:${randomUUID()}`);
+    await redis.direct.set(text, 'not a number');
+    const error = await s
+      .commit(lease, created, [
+        { set: written, value: 'yes' },
+        { incrBy: text, by: 1 },
+      ])
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EffectConditionFailedError);
+    expect(error).toMatchObject({ index: 1 });
+    expect(await redis.direct.exists(written)).toBe(0);
+    expect(await s.get(key)).toMatchObject({ status: 'IN_PROGRESS' });
+    await s.commit(lease, created, [
+      { set: written, value: 'yes' },
+      { incrBy: s.effectKey(`count:${key}`), by: 5 },
+      { hset: s.effectKey(`h:${key}`), field: 'a', value: 'b' },
+      { require: text },
+    ]);
+    expect(await redis.direct.get(written)).toBe('yes');
+    expect(await redis.direct.get(s.effectKey(`count:${key}`))).toBe('5');
+    expect(await redis.direct.hGet(s.effectKey(`h:${key}`), 'a')).toBe('b');
+  });
+});
+
+describe('commands', () => {
+  it('is one script per step, by its SHA-1 once the client has sent it whole', async () => {
+    const s = redis.store();
+    const key = newKey();
+    const lease = await acquire(s, key);
+    redis.proxy.reset();
+    await s.commit(lease, created, [{ set: s.effectKey(`one:${key}`), value: '1' }]);
+    await s.claim(key, 'fp');
+    expect(redis.proxy.commands().map((c) => c.args[0])).toEqual(['EVALSHA', 'EVALSHA']);
+    expect(redisEngineCommands().commit(key).when(redis.proxy.commands()[0]!)).toBe(true);
+  });
+});
