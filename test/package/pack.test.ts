@@ -527,6 +527,7 @@ describe('its peer dependencies, as the package README lists them', () => {
     expect(names['keystone-idempotency/postgres']).toEqual(
       expect.arrayContaining(['PostgresStore', 'migrate', 'migrationSql', 'compareAndSet']),
     );
+    expect(names['keystone-idempotency/redis']).toEqual(expect.arrayContaining(['RedisStore', 'RedisDriver']));
     expect(names['keystone-idempotency/http']).toEqual(expect.arrayContaining(['httpIdempotency', 'lambdaHandler']));
     expect(names['keystone-idempotency/sqs']).toEqual(expect.arrayContaining(['makeSqsIdempotentHandler', 'fromBody']));
     expect(names['keystone-idempotency/client']).toEqual(
@@ -685,6 +686,24 @@ export function misuse(): void {
 console.log(JSON.stringify({ store: store instanceof PostgresStore, creates: /CREATE TABLE/i.test(migrationSql()), effect: effect.values?.length }));
 `,
     prints: { store: true, creates: true, effect: 1 },
+  },
+  'keystone-idempotency/redis': {
+    source: `import { createClient } from '@redis/client';
+import { type RedisEffect, RedisStore } from 'keystone-idempotency/redis';
+const client = createClient({ url: 'redis://127.0.0.1:1' }); // never connected: nothing here sends a command
+const store = new RedisStore({ client });
+const effect: RedisEffect = { incrBy: store.effectKey('orders:count'), by: 1 };
+// Never called: the compiler's check, not the program's.
+export function misuse(): void {
+  // @ts-expect-error a store needs its client
+  new RedisStore({});
+  // @ts-expect-error a Redis effect is a command, not a DynamoDB item
+  const item: RedisEffect = { Put: { TableName: 'orders', Item: {} } };
+  void item;
+}
+console.log(JSON.stringify({ store: store instanceof RedisStore, key: effect.incrBy, record: store.recordKey('k') }));
+`,
+    prints: { store: true, key: '{keystone-idempotency}:orders:count', record: '{keystone-idempotency}:record:k' },
   },
   'keystone-idempotency/cdk': {
     source: `import { App, Stack } from 'aws-cdk-lib';

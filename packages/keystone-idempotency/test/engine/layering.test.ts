@@ -14,3 +14,20 @@ describe('the engine', () => {
     expect(imports.filter((line) => /: (pg|pg-.*|@aws-sdk\/.*|\.\.\/.*)$/.test(line))).toEqual([]);
   });
 });
+
+/**
+ * The Redis store is written as a store outside the package would be: against the engine's published entry point
+ * (`keystone-idempotency/engine`, its index) and nothing deeper, so the seam it proves is the one customers get.
+ */
+describe('the Redis store', () => {
+  it('imports nothing of the engine but its published index, and no client at run time', () => {
+    const folder = join(__dirname, '..', '..', 'src', 'redis');
+    const imports = readdirSync(folder)
+      .filter((file) => file.endsWith('.ts'))
+      .flatMap((file) =>
+        [...readFileSync(join(folder, file), 'utf8').matchAll(/\bfrom '([^']+)'/g)].map((m) => m[1] ?? ''),
+      );
+    expect(imports).toContain('../engine/index.js');
+    expect(imports.filter((path) => !/^(\.\/[\w-]+\.js|\.\.\/engine\/index\.js|node:crypto)$/.test(path))).toEqual([]);
+  });
+});

@@ -27,6 +27,7 @@ import {
   PostgresStore,
   type Queryable,
 } from 'keystone-idempotency/postgres';
+import { type RedisEffect, type RedisScriptClient, RedisStore } from 'keystone-idempotency/redis';
 import { makeSqsIdempotentHandler } from 'keystone-idempotency/sqs';
 import { Pool } from 'pg';
 
@@ -212,3 +213,27 @@ export const handles = (dynamoDbHandle: IdempotencyHandle<EffectItem>, anyHandle
   const narrower: IdempotencyHandle<EffectItem> = anyHandle;
   return [wrong, narrower];
 };
+
+// --- The Redis store: its effects are commands on keys of its hash slot, and nothing else stages there. ------------
+
+declare const redisClient: RedisScriptClient;
+const redis = new RedisStore({ client: redisClient });
+const redisEffect: RedisEffect = { incrBy: redis.effectKey('orders:count'), by: 1 };
+
+export const onRedisFn = makeIdempotent(
+  async (order: { orderId: string }, idempotency) => {
+    idempotency.stage({ hset: redis.effectKey(`order:${order.orderId}`), field: 'status', value: 'shipped' });
+    idempotency.stage(redisEffect, { set: redis.effectKey('last'), value: order.orderId, ifAbsent: true });
+    // @ts-expect-error a DynamoDB transaction item staged through a Redis store
+    idempotency.stage({ Put: { TableName: 'orders', Item: { pk: 'ORDER#1', sk: 'SHIPMENT' } } });
+    // @ts-expect-error a PostgreSQL statement, through a Redis store
+    idempotency.stage(statement);
+    // @ts-expect-error incrBy counts by a number, not a string
+    idempotency.stage({ incrBy: redis.effectKey('n'), by: '1' });
+    return { shipped: true };
+  },
+  { store: redis, name: 'ship', key: (order) => order.orderId },
+);
+export const redisEffectType: EffectOf<RedisStore> = redisEffect;
+// @ts-expect-error a Redis store is not a store of DynamoDB items
+export const redisNotDynamoDb: IdempotencyStore<EffectItem> = redis;
