@@ -5,6 +5,7 @@ import type { ItemSizes } from './item-sizes';
 import type { Machine } from './machine';
 import { isDuplicatePath, PATH_LABELS } from './paths';
 import { ASSUMPTIONS } from './projection';
+import { REDIS_VARIANTS, type RedisResult } from './redis';
 import type { SettlementResult } from './settlement';
 import { OUTSIDE_CALL_MS, STORE_VARIANT_LABELS, type StoresResult } from './stores';
 import type { StormSummary } from './storm';
@@ -25,6 +26,8 @@ export interface BenchReport {
   readonly settlement?: SettlementResult;
   /** The stores side by side (PostgreSQL, the held transaction, DynamoDB); absent from earlier runs and when skipped. */
   readonly stores?: StoresResult;
+  /** The Redis store beside Powertools' cache persistence layer; absent from earlier runs and when skipped. */
+  readonly redis?: RedisResult;
   readonly coldStart: ColdStartResult | undefined;
   readonly assumptions: typeof ASSUMPTIONS;
   readonly targets: readonly TargetCheck[];
@@ -146,6 +149,7 @@ export function renderReport(report: BenchReport): string {
   );
 
   if (report.stores) out.push(...storesSection(report.stores));
+  if (report.redis) out.push(...redisSection(report.redis));
 
   if (report.http) {
     out.push(
@@ -272,6 +276,48 @@ export function renderReport(report: BenchReport): string {
   for (const check of failed) out.push(`FAIL  ${check.check}: ${check.detail}`);
   if (failed.length) out.push('', '!!!!!!!! CORRECTNESS FAILURE: the numbers above are not a valid result !!!!!!!!');
   return out.join('\n');
+}
+
+function redisSection(redis: RedisResult): string[] {
+  const pathLabel = { first: 'first request', replay: 'replay', in_flight: 'in-flight duplicate' } as const;
+  const ours = (path: string) => redis.rows.find((row) => row.variant === 'ours' && row.path === path);
+  const powertools = (path: string) => redis.rows.find((row) => row.variant === 'powertools' && row.path === path);
+  return [
+    heading(
+      `Redis: our store beside Powertools' cache persistence layer, one ${redis.server}, the same @redis/client; ` +
+        `${redis.calls} calls per variant and path, interleaved; commands counted by a proxy (one round trip each)`,
+    ),
+    table(
+      ['path', 'variant', 'commands', 'p50', 'p99', 'p50 vs Powertools'],
+      redis.rows.map((row) => {
+        const other = row.variant === 'ours' ? powertools(row.path) : undefined;
+        return [
+          pathLabel[row.path],
+          REDIS_VARIANTS[row.variant],
+          row.commands.min === row.commands.max ? String(row.commands.max) : `${row.commands.min}-${row.commands.max}`,
+          ms(row.p50),
+          ms(row.p99),
+          other ? `${(row.p50 / other.p50).toFixed(2)}x` : '',
+        ];
+      }),
+    ),
+    '',
+    heading("Redis duplicate storms: 1000 calls over 100 keys, 50 in flight, each key's effect (an INCR) once"),
+    table(
+      ['variant', 'wall time', 'commands', 'keys with one effect', ''],
+      redis.storms.map((storm) => [
+        REDIS_VARIANTS[storm.variant],
+        ms(storm.wallMs),
+        String(storm.commands),
+        `${storm.keysWithOneEffect}/${storm.keys}`,
+        storm.keysWithOneEffect === storm.keys && storm.errors.length === 0 ? 'ok' : 'FAIL',
+      ]),
+    ),
+    `(ours stages the effect, run by the commit's script with the key's completion; Powertools' handler runs it itself, ` +
+      `and its count includes that INCR. First request p50 ${ms(ours('first')?.p50 ?? Number.NaN)} against ` +
+      `${ms(powertools('first')?.p50 ?? Number.NaN)}.)`,
+    '',
+  ];
 }
 
 function storesSection(stores: StoresResult): string[] {

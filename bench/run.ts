@@ -11,7 +11,9 @@
  *   6. the stores side by side: the PostgreSQL store, the design documents' held-transaction `withIdempotency` and
  *      the DynamoDB store, per call and in the storm (with a local effect, and with a 200 ms outside call), against a
  *      throwaway PostgreSQL it starts too;
- *   7. cold start: bundle size and import time of the payments function (on either store), next to a Powertools
+ *   7. Redis: the Redis store beside Powertools' cache persistence layer on one redis-server it starts (per call,
+ *      and a 100-key storm);
+ *   8. cold start: bundle size and import time of the payments function (on either store), next to a Powertools
  *      equivalent.
  * Prints a report, writes it to bench/results/latest.json (and a chart, latest.html), exits 1 only when a correctness
  * assertion fails.
@@ -20,7 +22,7 @@
  *   BENCH_STORM_ROUNDS=3     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
  *   BENCH_HTTP_REQUESTS=1000 per API for first requests/replays  BENCH_HTTP_STORMS=10 50-way double taps per API
  *   BENCH_SETTLEMENT_BURST=50 payments settled at once           BENCH_SETTLEMENT_EARLY=5 early events, in turn
- *   BENCH_SKIP=http,settlement,postgres,cold  leave parts out (also: storm)  BENCH_OUT=bench/results/latest.json
+ *   BENCH_SKIP=http,settlement,postgres,redis,cold  leave parts out (also: storm)  BENCH_OUT=bench/results/latest.json
  *   BENCH_PATHS=replay_cached  measure only these paths (default: every path)
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -36,6 +38,7 @@ import { describeMachine } from './machine';
 import { interleave, medianRatioInterval, now } from './measure';
 import { measurePath, PATH_NAMES, type PathResult } from './paths';
 import { ASSUMPTIONS, callCost } from './projection';
+import { measureRedis, type RedisResult, redisCorrectness } from './redis';
 import { type BenchReport, renderReport } from './report';
 import { measureSettlement, type SettlementResult } from './settlement';
 import { measureStores, type StoresResult, startBenchPostgres } from './stores';
@@ -154,6 +157,11 @@ async function main(): Promise<number> {
   } finally {
     await stopDb();
   }
+  let redis: RedisResult | undefined;
+  if (!settings.skip.includes('redis')) {
+    progress("Redis: the Redis store beside Powertools' cache persistence layer");
+    redis = await measureRedis({ calls: settings.calls, warmup: settings.warmup, stormRounds: settings.stormRounds });
+  }
   let coldStart: ColdStartResult | undefined;
   if (!settings.skip.includes('cold')) {
     progress('cold start');
@@ -164,10 +172,14 @@ async function main(): Promise<number> {
     http,
     settlement,
     stores,
+    redis,
     coldStart,
     durationSeconds: (now() - started) / 1000,
     targets: checkTargets(report.paths, report.storms, coldStart, settlement, stores),
-    correctness: checkCorrectness(report.paths, report.storms, http, settlement, stores),
+    correctness: [
+      ...checkCorrectness(report.paths, report.storms, http, settlement, stores),
+      ...(redis ? redisCorrectness(redis) : []),
+    ],
   };
   console.log(`\n${renderReport(full)}`);
   await mkdir(dirname(OUT), { recursive: true });
