@@ -167,7 +167,10 @@ export async function startPostgresFaultProxy(upstreamUrl: string): Promise<Post
     let transaction: WireRequest[] = [];
     let replies = Promise.resolve(); // replies leave in order, however long some are held
     let ready = false; // past the startup exchange (the first ReadyForQuery)
-    let exchange = { texts: [] as string[], params: [] as (string | null)[] };
+    let exchange = { texts: [] as string[], params: [] as (string | null)[], parsed: undefined as string | undefined };
+    // Named (prepared) statements' texts, by name: pg sends a name's Parse once per connection, and from then on
+    // only a Bind that names it, so a request is matched on the text the name stands for.
+    const prepared = new Map<string, string>();
 
     const request = (text: string, params: readonly (string | null)[]) => {
       const wire: WireRequest = { text, params, transaction: [...transaction] };
@@ -191,12 +194,20 @@ export async function startPostgresFaultProxy(upstreamUrl: string): Promise<Post
         return;
       }
       outgoing.push(raw);
-      if (type === 'P') exchange.texts.push(cString(body, cString(body, 0).end).value);
-      else if (type === 'B') exchange.params = bindParams(body);
-      else if (type === 'Q') request(cString(body, 0).value, []);
+      if (type === 'P') {
+        const name = cString(body, 0);
+        const text = cString(body, name.end).value;
+        if (name.value !== '') prepared.set(name.value, text);
+        exchange.texts.push(text);
+        exchange.parsed = name.value;
+      } else if (type === 'B') {
+        const statement = cString(body, cString(body, 0).end).value;
+        if (statement !== '' && statement !== exchange.parsed) exchange.texts.push(prepared.get(statement) ?? '');
+        exchange.params = bindParams(body);
+      } else if (type === 'Q') request(cString(body, 0).value, []);
       else if (type === 'S') {
         request(exchange.texts.join('; '), exchange.params);
-        exchange = { texts: [], params: [] };
+        exchange = { texts: [], params: [], parsed: undefined };
       }
       // Held until the request is whole and matched, so that a stall holds all of it.
       if (type === 'Q' || type === 'S' || type === 'X') {

@@ -33,6 +33,23 @@ describe('startPostgresFaultProxy', () => {
     ]);
   });
 
+  it('names a prepared statement by its text each time, though pg sends the text only once per connection', async () => {
+    const pk = randomUUID();
+    const client = await pool.connect();
+    try {
+      for (const n of [1, 2]) {
+        await client.query({ name: `echo-${pk}`, text: 'SELECT $1::text AS echoed, $2::int AS n', values: [pk, n] });
+      }
+    } finally {
+      client.release();
+    }
+    const seen = proxy.requests({ name: pk, when: (request) => request.params.includes(pk) });
+    expect(seen.map((request) => [request.text, request.params])).toEqual([
+      ['SELECT $1::text AS echoed, $2::int AS n', [pk, '1']],
+      ['SELECT $1::text AS echoed, $2::int AS n', [pk, '2']],
+    ]);
+  });
+
   it('runs a statement whose reply it drops, and closes the connection: the caller cannot tell it landed', async () => {
     const pk = randomUUID();
     const match = { name: `insert of ${pk}`, when: (request: { text: string }) => request.text.includes(pk) };
