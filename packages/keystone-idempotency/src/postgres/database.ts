@@ -6,6 +6,38 @@ import { isConflict, isConnectionFailure, isQueryTimeout, isSkipped } from './da
 export interface Statement {
   readonly text: string;
   readonly values?: readonly unknown[];
+  /**
+   * False for SQL the store did not write (an effect's): sent unnamed. Every other statement with parameters is
+   * prepared once per connection (see {@link preparedName}).
+   */
+  readonly prepare?: false;
+}
+
+/**
+ * Names given so far, by text. The store's own statements are few (one text per statement and table, a handful of
+ * variants of a release), so this stays small; past {@link MAX_PREPARED} texts a statement goes unnamed, so that no
+ * mistake (a text built with a value in it) can grow it, or each connection's prepared statements, without bound.
+ */
+const preparedNames = new Map<string, string>();
+const MAX_PREPARED = 256;
+
+/**
+ * The name a statement is prepared under, so that each pooled connection parses and analyses it once and pg sends
+ * its text once: the store's statements are long (CTEs, a UNION, the record built as JSON), and sent unnamed they
+ * were parsed, analysed and planned on every call, most of a one-round-trip call's time on loopback (see
+ * bench/README.md). Not for an effect's SQL (`prepare: false`): a team's SQL may be built with values in it, and
+ * every distinct text would stay prepared on every connection. Nor for a statement without parameters (BEGIN,
+ * COMMIT), which goes as a simple query. The name is this process's own (a counter): one name never stands for two
+ * texts, which pg would refuse.
+ */
+function preparedName(statement: Statement): string | undefined {
+  if (statement.prepare === false || !statement.values) return undefined;
+  let name = preparedNames.get(statement.text);
+  if (name === undefined && preparedNames.size < MAX_PREPARED) {
+    name = `keystone_idempotency_${preparedNames.size + 1}`;
+    preparedNames.set(statement.text, name);
+  }
+  return name;
 }
 
 /** A connection inside a transaction, as an effect function is handed it: query, and nothing else. */
@@ -207,27 +239,66 @@ async function run(
   timeLeft: () => number | undefined,
 ): Promise<TransactionOutcome> {
   const pipelined = (client as { pipeline?: boolean }).pipeline === true;
-  const send = (statement: Statement) => settle(client.query(config(statement, timeLeft())));
+  const batch = pipelined ? writeBatch(client) : undefined;
+  const send = (statement: Statement) => {
+    batch?.hold();
+    return settle(client.query(config(statement, timeLeft())));
+  };
   const tx: Queryable = {
     query: (text, values) => client.query(config({ text, ...(values ? { values } : {}) }, timeLeft())),
   };
-  const begin = send({ text: 'BEGIN' });
-  let failed = !pipelined && !(await begin).ok;
+  let begin: Promise<Settled>;
+  let end: Promise<Settled>;
   const sent: Promise<Settled>[] = [];
-  for (const step of steps) {
-    if (failed) {
-      sent.push(Promise.resolve({ ok: false, error: NOT_SENT }));
-      continue;
+  try {
+    begin = send({ text: 'BEGIN' });
+    let failed = !pipelined && !(await begin).ok;
+    for (const step of steps) {
+      if (failed) {
+        sent.push(Promise.resolve({ ok: false, error: NOT_SENT }));
+        continue;
+      }
+      // A function's queries, and its wait, go after what is queued: send that now.
+      if (typeof step === 'function') batch?.flush();
+      const outcome = typeof step === 'function' ? settle(step(tx).then(() => undefined)) : send(step);
+      sent.push(outcome);
+      // Without pipelining each statement waits for the last; a function's own queries queue behind what was sent.
+      if (typeof step === 'function' || !pipelined) failed = !(await outcome).ok;
     }
-    const outcome = typeof step === 'function' ? settle(step(tx).then(() => undefined)) : send(step);
-    sent.push(outcome);
-    // Without pipelining each statement waits for the last; a function's own queries queue behind what was sent.
-    if (typeof step === 'function' || !pipelined) failed = !(await outcome).ok;
+    // After a failure PostgreSQL answers COMMIT with ROLLBACK anyway; say so when we know it already.
+    end = send({ text: failed ? 'ROLLBACK' : 'COMMIT' });
+  } finally {
+    // Whatever happened, nothing queued stays unsent.
+    batch?.flush();
   }
-  // After a failure PostgreSQL answers COMMIT with ROLLBACK anyway; say so when we know it already.
-  const end = send({ text: failed ? 'ROLLBACK' : 'COMMIT' });
   const [begun, settled, ended] = await Promise.all([begin, Promise.all(sent), end]);
   return { begin: begun, steps: settled, end: ended, committed: ended.ok && ended.result?.command === 'COMMIT' };
+}
+
+/**
+ * Holds a pipelining connection's writes back until flushed, so that a transaction's BEGIN, statements and COMMIT go
+ * out as one write: pg writes each query as soon as it is queued, one system call (and one wake-up of the server)
+ * each, and on loopback those cost more than the round trip they share (bench/README.md). pg corks its socket only
+ * around each query's own messages; a cork held across them all is counted, so theirs nest inside it. A client
+ * without a socket that corks (another stream) is written as before.
+ */
+function writeBatch(client: PoolClient): { hold(): void; flush(): void } | undefined {
+  const stream = (client as { connection?: { stream?: { cork?: () => void; uncork?: () => void } } }).connection
+    ?.stream;
+  if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return undefined;
+  let held = false;
+  return {
+    hold() {
+      if (held) return;
+      stream.cork?.();
+      held = true;
+    },
+    flush() {
+      if (!held) return;
+      held = false;
+      stream.uncork?.();
+    },
+  };
 }
 
 /**
@@ -254,9 +325,11 @@ function firstFailure(outcome: TransactionOutcome): unknown {
 function config(
   statement: Statement,
   timeoutMs?: number,
-): { text: string; values?: unknown[]; query_timeout?: number } {
+): { text: string; name?: string; values?: unknown[]; query_timeout?: number } {
+  const name = preparedName(statement);
   return {
     text: statement.text,
+    ...(name ? { name } : {}),
     ...(statement.values ? { values: [...statement.values] } : {}),
     ...(timeoutMs === undefined ? {} : { query_timeout: Math.max(1, timeoutMs) }),
   };

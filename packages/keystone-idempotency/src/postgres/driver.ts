@@ -265,7 +265,8 @@ export class PostgresDriver implements IdempotencyDriver<PostgresEffect> {
   /** An effect as a step of the commit's transaction; `expectRows` becomes a check that raises when it fails. */
   private effectStep(effect: PostgresEffect, index: number): Step {
     if (typeof effect === 'function') return effect;
-    if (effect.expectRows === undefined) return { text: effect.text, values: effect.values ?? [] };
+    // An effect's SQL is the team's, and may carry values in its text: never prepared (see Statement.prepare).
+    if (effect.expectRows === undefined) return { text: effect.text, values: effect.values ?? [], prepare: false };
     if (!Number.isInteger(effect.expectRows) || effect.expectRows < 0) {
       throw new ConfigurationError(`expectRows must be a whole number of rows, got ${effect.expectRows}`);
     }
@@ -274,6 +275,7 @@ export class PostgresDriver implements IdempotencyDriver<PostgresEffect> {
       text: `WITH effect AS (${effect.text})
 SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length + 1}, $${values.length + 2})`,
       values: [...values, effect.expectRows, index],
+      prepare: false,
     };
   }
 

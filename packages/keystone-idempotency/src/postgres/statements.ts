@@ -47,7 +47,6 @@ function recordValues(record: IdempotencyRecord, completedAt: number | undefined
   ];
 }
 
-const PLACEHOLDERS = Array.from({ length: 16 }, (_, i) => `$${i + 1}`).join(', ');
 /** A new generation over an expired record: every column, and no steps (a new generation starts without). */
 const OVERWRITE = `${COLUMNS.split(', ')
   .filter((column) => column !== 'scope' && column !== 'key')
@@ -293,9 +292,16 @@ export function commitOneShot(
 ): Statement {
   const values = recordValues(record, now);
   if (previous === undefined) {
+    // As the claim does: a key already taken, as committed, is not written at all, so a duplicate neither locks its
+    // row (ON CONFLICT DO UPDATE would, and write the lock to the WAL, even when its condition then fails) nor waits
+    // on a session holding it; the fence answers with the record. Nothing that commits meanwhile can make such a
+    // record free: only its expiry passing does, and that is a later call's business.
     return {
       text: `WITH written AS (
-  INSERT INTO ${names.table} AS cur (${COLUMNS}) VALUES (${PLACEHOLDERS})
+  INSERT INTO ${names.table} AS cur (${COLUMNS})
+  SELECT * FROM (VALUES (${TYPED_PLACEHOLDERS})) AS claimed
+   WHERE NOT EXISTS (SELECT FROM ${names.table} AS r
+                      WHERE r.scope = $1::text AND r.key = $2::text AND NOT coalesce(r.expires_at <= $17, false))
   ON CONFLICT (scope, key) DO UPDATE SET ${OVERWRITE} WHERE cur.expires_at <= $17
   RETURNING 1
 )

@@ -503,3 +503,29 @@ describe('purgeExpired', () => {
     expect((await s.get(live))?.status).toBe(RecordStatus.Completed);
   });
 });
+
+describe('prepared statements', () => {
+  it("prepares the store's own statements once per connection, and never an effect's SQL", async () => {
+    const one = pg.pool2({ max: 1, pipeline: true });
+    const s = pg.store({ pool: one });
+    const prepared = async () =>
+      (await one.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements')).rows.map(
+        (r) => r.statement,
+      );
+    for (let i = 0; i < 3; i++) {
+      const key = newKey();
+      const lease = await acquire(s, key);
+      await s.commit(lease, created, [row(key, 'ITEM')]);
+      expect((await s.claim(key, 'fp')).kind).toBe('replay');
+      expect((await s.claimAndCommit(newKey(), 'fp', async () => ({ response: created, effects: [] }))).kind).toBe(
+        'committed',
+      );
+    }
+    const statements = await prepared();
+    // The claim, the completion, the bounds and the one-shot commit: each prepared once however often it ran.
+    expect(statements.filter((text) => text.includes('INSERT INTO') && text.includes('seen AS'))).toHaveLength(1);
+    expect(statements.filter((text) => text.includes('WITH done AS'))).toHaveLength(1);
+    expect(new Set(statements).size).toBe(statements.length);
+    expect(statements.some((text) => text.includes(pg.effectsTable))).toBe(false);
+  });
+});
