@@ -75,6 +75,12 @@ export interface DatabaseOptions extends RetryPolicy {
    * comes (a partition, a proxy that stopped forwarding) costs the call its own remaining time, no more.
    */
   readonly deadline?: () => number | undefined;
+  /**
+   * Whether the store's own statements are prepared (named), so that each connection parses and plans them once.
+   * Default true. Turn it off behind a pooler that multiplexes transactions and does not carry prepared statements
+   * across (PgBouncer in transaction mode before 1.21 fails them; RDS Proxy pins the session that prepares one).
+   */
+  readonly prepareStatements?: boolean;
 }
 
 /** What a step never sent (an earlier step had already failed) reports. */
@@ -95,6 +101,7 @@ export class Database {
   private readonly connectionAttempts: number;
   private readonly conflictAttempts: number;
   private readonly deadline: () => number | undefined;
+  private readonly prepare: boolean;
 
   constructor(
     private readonly pool: Pick<Pool, 'connect'>,
@@ -103,6 +110,7 @@ export class Database {
     this.connectionAttempts = Math.max(1, options.connectionAttempts ?? 3);
     this.conflictAttempts = Math.max(1, options.conflictAttempts ?? 5);
     this.deadline = options.deadline ?? (() => undefined);
+    this.prepare = options.prepareStatements ?? true;
   }
 
   /**
@@ -117,7 +125,7 @@ export class Database {
   /** One statement on its own (its own transaction): one round trip. */
   async query<R extends QueryResultRow = QueryResultRow>(statement: Statement): Promise<QueryResult<R>> {
     const outcome = await this.retrying(
-      async (client, timeLeft) => settle(client.query<R>(config(statement, timeLeft()))),
+      async (client, timeLeft) => settle(client.query<R>(config(statement, timeLeft(), this.prepare))),
       (settled) => (settled.ok ? undefined : settled.error),
     );
     if (!outcome.ok) throw outcome.error;
@@ -131,7 +139,7 @@ export class Database {
    * it throws only when the call could not be made at all (the connection failed on every attempt).
    */
   async transaction(steps: readonly Step[]): Promise<TransactionOutcome> {
-    return this.retrying((client, timeLeft) => run(client, steps, timeLeft), firstFailure);
+    return this.retrying((client, timeLeft) => run(client, steps, timeLeft, this.prepare), firstFailure);
   }
 
   /**
@@ -237,12 +245,13 @@ async function run(
   client: PoolClient,
   steps: readonly Step[],
   timeLeft: () => number | undefined,
+  prepare: boolean,
 ): Promise<TransactionOutcome> {
   const pipelined = (client as { pipeline?: boolean }).pipeline === true;
   const batch = pipelined ? writeBatch(client) : undefined;
   const send = (statement: Statement) => {
     batch?.hold();
-    return settle(client.query(config(statement, timeLeft())));
+    return settle(client.query(config(statement, timeLeft(), prepare)));
   };
   const tx: Queryable = {
     query: (text, values) => client.query(config({ text, ...(values ? { values } : {}) }, timeLeft())),
@@ -325,8 +334,9 @@ function firstFailure(outcome: TransactionOutcome): unknown {
 function config(
   statement: Statement,
   timeoutMs?: number,
+  prepare = false,
 ): { text: string; name?: string; values?: unknown[]; query_timeout?: number } {
-  const name = preparedName(statement);
+  const name = prepare ? preparedName(statement) : undefined;
   return {
     text: statement.text,
     ...(name ? { name } : {}),

@@ -528,4 +528,14 @@ describe('prepared statements', () => {
     expect(new Set(statements).size).toBe(statements.length);
     expect(statements.some((text) => text.includes(pg.effectsTable))).toBe(false);
   });
+
+  it('prepares nothing with prepareStatements: false (for a pooler that does not carry them)', async () => {
+    const one = pg.pool2({ max: 1, pipeline: true });
+    const s = pg.store({ pool: one, prepareStatements: false });
+    const key = newKey();
+    await s.commit(await acquire(s, key), created, [row(key, 'ITEM')]);
+    expect((await s.claim(key, 'fp')).kind).toBe('replay');
+    const { rows } = await one.query('SELECT statement FROM pg_prepared_statements');
+    expect(rows).toEqual([]);
+  });
 });
