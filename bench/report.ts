@@ -1,11 +1,13 @@
 import type { Calibration, CalibrationRow } from './calibration';
 import { BUNDLE_LABELS, type BundleResult, type ColdStartResult } from './cold-start';
+import type { ExpiryResult } from './expiry';
 import type { HttpResult } from './http';
 import type { ItemSizes } from './item-sizes';
 import type { Machine } from './machine';
 import { isDuplicatePath, PATH_LABELS } from './paths';
 import { ASSUMPTIONS } from './projection';
 import { REDIS_VARIANTS, type RedisResult } from './redis';
+import type { ScaleResult } from './scale';
 import type { SettlementResult } from './settlement';
 import { OUTSIDE_CALL_MS, STORE_VARIANT_LABELS, type StoresResult } from './stores';
 import type { StormSummary } from './storm';
@@ -28,6 +30,9 @@ export interface BenchReport {
   readonly stores?: StoresResult;
   /** The Redis store beside Powertools' cache persistence layer; absent from earlier runs and when skipped. */
   readonly redis?: RedisResult;
+  /** Cost as the table grows (BENCH_SKIP=scale) and expiry against an insert rate (BENCH_SKIP=expiry). */
+  readonly scale?: ScaleResult;
+  readonly expiry?: ExpiryResult;
   readonly coldStart: ColdStartResult | undefined;
   readonly assumptions: typeof ASSUMPTIONS;
   readonly targets: readonly TargetCheck[];
@@ -150,6 +155,8 @@ export function renderReport(report: BenchReport): string {
 
   if (report.stores) out.push(...storesSection(report.stores));
   if (report.redis) out.push(...redisSection(report.redis));
+  if (report.scale) out.push(...scaleSection(report.scale));
+  if (report.expiry) out.push(...expirySection(report.expiry));
 
   if (report.http) {
     out.push(
@@ -354,6 +361,7 @@ function storesSection(stores: StoresResult): string[] {
       'call is a no-op here. The held transaction has no in-flight duplicate of its own: it waits on the key until ' +
       'the original commits (the storm shows for how long).',
     '',
+    ...networkSection(stores),
     heading(
       `The stores' duplicate storms: 1000 calls over 100 keys, 50 in flight, pools of ${stores.poolMax}; ` +
         `with the local effect, then with a ${OUTSIDE_CALL_MS} ms outside call`,
@@ -394,6 +402,103 @@ function storesSection(stores: StoresResult): string[] {
         storm.correct ? 'ok' : 'FAIL',
       ]),
     ),
+    '',
+  ];
+}
+
+function scaleSection(scale: ScaleResult): string[] {
+  const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  const pg = scale.postgres;
+  const per = (bytes: number) => `${(bytes / pg.records).toFixed(0)} B`;
+  const rows = [
+    ...pg.steps.map((step) => ({ store: 'PostgreSQL', step })),
+    ...(scale.dynamodb?.steps ?? []).map((step) => ({ store: 'DynamoDB Local', step })),
+  ];
+  const ddb = scale.dynamodb;
+  return [
+    heading(
+      `As the table grows: live records loaded, then ${scale.calls} first requests and replays of random loaded keys`,
+    ),
+    table(
+      ['store', 'records', 'load', 'first p50 / p99', 'replay p50 / p99', 'WAL per first request'],
+      rows.map(({ store, step }) => [
+        store,
+        step.records.toLocaleString('en-US'),
+        `${(step.loadMs / 1000).toFixed(1)} s`,
+        `${ms(step.first.p50)} / ${ms(step.first.p99)}`,
+        `${ms(step.replay.p50)} / ${ms(step.replay.p99)}`,
+        step.walBytesPerFirst === undefined ? '' : `${step.walBytesPerFirst.toFixed(0)} B`,
+      ]),
+    ),
+    ddb?.stoppedAt
+      ? `DynamoDB Local loaded ${ddb.itemsPerSecond.toFixed(0)} items/s and stopped at ${ddb.stoppedAt.loaded.toLocaleString('en-US')} of ${ddb.stoppedAt.size.toLocaleString('en-US')} records: its ${ddb.stoppedAt.budgetSeconds} s budget ran out.`
+      : '',
+    `PostgreSQL at ${pg.records.toLocaleString('en-US')} records: table ${mb(pg.bytes.table)} (${per(pg.bytes.table)} a record), ` +
+      `primary key ${mb(pg.bytes.primaryKey)} (${per(pg.bytes.primaryKey)} an entry), expiry index ${mb(pg.bytes.expiryIndex)} (${per(pg.bytes.expiryIndex)} an entry).` +
+      (ddb
+        ? ` DynamoDB: ${ddb.itemBytes} B an item by its size rule (plus 100 B of overhead billed for storage).`
+        : ''),
+    `A million live keys at rest: PostgreSQL ${mb(scale.perMillion.postgresBytes)}, $${scale.perMillion.postgresUsdPerMonth.toFixed(3)}/month (gp3); ` +
+      `DynamoDB ${mb(scale.perMillion.dynamodbBytes)}, $${scale.perMillion.dynamodbUsdPerMonth.toFixed(3)}/month (Standard); ` +
+      `each record's write ${scale.perMillion.dynamodbWriteUnitsPerRecord} WCU on DynamoDB (a transaction doubles it).`,
+    '',
+  ];
+}
+
+function expirySection(expiry: ExpiryResult): string[] {
+  const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+  return [
+    heading(
+      `Expiry on PostgreSQL: ${expiry.insertRate.achieved.toFixed(0)} first requests/s, ${expiry.ttlSeconds} s TTL, purge every second, ${expiry.durationSeconds.toFixed(0)} s`,
+    ),
+    table(
+      ['at', 'live', 'dead', 'table', 'indexes', 'inserted', 'purged', 'purge time', 'first p50 / p99', 'autovacuums'],
+      expiry.windows.map((w) => [
+        `${w.atSeconds.toFixed(0)} s`,
+        String(w.liveRows),
+        String(w.deadRows),
+        mb(w.tableBytes),
+        mb(w.indexBytes),
+        String(w.inserted),
+        String(w.purged),
+        `${w.purgeMs.toFixed(0)} ms`,
+        `${ms(w.firstMs.p50)} / ${ms(w.firstMs.p99)}`,
+        String(w.autovacuums),
+      ]),
+    ),
+    `Purge capacity ${expiry.purgeRowsPerSecond.toFixed(0)} rows per second of purging. Autovacuum on the table: ${Object.entries(
+      expiry.autovacuum,
+    )
+      .map(([name, value]) => `${name} = ${value}`)
+      .join(', ')}.`,
+    '',
+  ];
+}
+
+/** The PostgreSQL variants through the latency proxy, per one-way delay. */
+function networkSection(stores: StoresResult): string[] {
+  if (!stores.network?.length) return [];
+  const pathLabel = { first: 'first request', replay: 'replay', in_flight: 'in-flight duplicate' } as const;
+  return [
+    heading(
+      `PostgreSQL over a network: a latency proxy on the wire, ${stores.network[0]?.calls ?? 0} calls per variant and path, interleaved`,
+    ),
+    table(
+      ['each way', 'round trip (direct)', 'path', 'variant', 'round trips', 'p50', 'p99', 'vs held transaction'],
+      stores.network.flatMap((run) =>
+        run.rows.map((row) => [
+          `+${run.oneWayMs} ms`,
+          `${ms(run.roundTripMs.proxied)} (${ms(run.roundTripMs.direct)})`,
+          pathLabel[row.path],
+          STORE_VARIANT_LABELS[row.variant],
+          row.roundTrips.min === row.roundTrips.max ? String(row.roundTrips.max) : row.roundTrips.mean.toFixed(2),
+          ms(row.latencyMs.p50),
+          ms(row.latencyMs.p99),
+          vsHeld({ ...stores, rows: run.rows }, row),
+        ]),
+      ),
+    ),
+    "Round trip: a bare SELECT 1's p50 through the proxy; Node's timers round a delay under 1 ms up to about 1 ms.",
     '',
   ];
 }

@@ -22,7 +22,8 @@
  *   BENCH_STORM_ROUNDS=3     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
  *   BENCH_HTTP_REQUESTS=1000 per API for first requests/replays  BENCH_HTTP_STORMS=10 50-way double taps per API
  *   BENCH_SETTLEMENT_BURST=50 payments settled at once           BENCH_SETTLEMENT_EARLY=5 early events, in turn
- *   BENCH_SKIP=http,settlement,postgres,redis,cold  leave parts out (also: storm)  BENCH_OUT=bench/results/latest.json
+ *   BENCH_SKIP=http,settlement,postgres,redis,cold  leave parts out (also: storm, rtt, scale, expiry)
+ *   BENCH_OUT=bench/results/latest.json
  *   BENCH_PATHS=replay_cached  measure only these paths (default: every path)
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -32,6 +33,7 @@ import type { PostgresLocal } from '@keystone-idempotency/local-aws/postgres-loc
 import { calibrate } from './calibration';
 import { renderChart } from './chart';
 import { type ColdStartResult, measureColdStart } from './cold-start';
+import { type ExpiryResult, measureExpiry } from './expiry';
 import { type HttpResult, measureHttp } from './http';
 import { sampleItemSizes } from './item-sizes';
 import { describeMachine } from './machine';
@@ -40,8 +42,9 @@ import { measurePath, PATH_NAMES, type PathResult } from './paths';
 import { ASSUMPTIONS, callCost } from './projection';
 import { measureRedis, type RedisResult, redisCorrectness } from './redis';
 import { type BenchReport, renderReport } from './report';
+import { measureScale, type ScaleResult } from './scale';
 import { measureSettlement, type SettlementResult } from './settlement';
-import { measureStores, type StoresResult, startBenchPostgres } from './stores';
+import { BENCH_AUTOVACUUM_NAPTIME_SECONDS, measureStores, type StoresResult, startBenchPostgres } from './stores';
 import { DEFAULT_STORM, runStorm, type StormRun, summarizeStorms } from './storm';
 import { checkCorrectness, checkTargets, type PathRow } from './targets';
 import { createVariants, POWERTOOLS_PEER } from './variants';
@@ -63,6 +66,12 @@ const settings = {
   settlementBurst: positive('BENCH_SETTLEMENT_BURST', 50),
   settlementEarlyEvents: positive('BENCH_SETTLEMENT_EARLY', 5),
   coldRuns: positive('BENCH_COLD_RUNS', 10),
+  networkCalls: positive('BENCH_NETWORK_CALLS', 200),
+  scaleCalls: positive('BENCH_SCALE_CALLS', 300),
+  scaleDynamoDbSeconds: positive('BENCH_SCALE_DYNAMODB_SECONDS', 60),
+  expirySeconds: positive('BENCH_EXPIRY_SECONDS', 150),
+  expiryTtlSeconds: positive('BENCH_EXPIRY_TTL', 30),
+  expiryRate: positive('BENCH_EXPIRY_RATE', 200),
   skip: list(process.env.BENCH_SKIP),
   paths: list(process.env.BENCH_PATHS),
 };
@@ -71,7 +80,7 @@ const OUT = resolve(process.env.BENCH_OUT ?? resolve(__dirname, 'results', 'late
 async function main(): Promise<number> {
   const started = now();
   const machine = await describeMachine();
-  const withPostgres = !settings.skip.includes('postgres');
+  const withPostgres = ['postgres', 'scale', 'expiry'].some((part) => !settings.skip.includes(part));
   console.log(
     `benchmark on ${machine.nproc} CPUs, Node ${machine.node}; starting DynamoDB Local${withPostgres ? ' and PostgreSQL' : ''}`,
   );
@@ -85,6 +94,8 @@ async function main(): Promise<number> {
   let http: HttpResult | undefined;
   let settlement: SettlementResult | undefined;
   let stores: StoresResult | undefined;
+  let scale: ScaleResult | undefined;
+  let expiry: ExpiryResult | undefined;
   let report: Omit<BenchReport, 'coldStart' | 'settlement' | 'stores' | 'targets' | 'correctness' | 'durationSeconds'>;
   try {
     progress('calibrating DynamoDB Local');
@@ -123,14 +134,34 @@ async function main(): Promise<number> {
     } finally {
       for (const variant of variants) variant.close();
     }
-    if (postgres) {
+    if (postgres && !settings.skip.includes('postgres')) {
       progress('the stores side by side: PostgreSQL, the held transaction, DynamoDB');
       stores = await measureStores({
         postgresUrl: postgres.url,
         dynamoDbEndpoint: db.endpoint,
         calls: settings.calls,
         warmup: settings.warmup,
-        stormRounds: settings.stormRounds,
+        stormRounds: settings.skip.includes('storm') ? 0 : settings.stormRounds,
+        networkCalls: settings.skip.includes('rtt') ? 0 : settings.networkCalls,
+      });
+    }
+    if (postgres && !settings.skip.includes('scale')) {
+      progress('as the table grows: 10 thousand to 1 million live records');
+      scale = await measureScale({
+        postgresUrl: postgres.url,
+        dynamoDbEndpoint: db.endpoint,
+        calls: settings.scaleCalls,
+        dynamoDbBudgetSeconds: settings.scaleDynamoDbSeconds,
+      });
+    }
+    if (postgres && !settings.skip.includes('expiry')) {
+      progress(`expiry against an insert rate (${settings.expirySeconds} s)`);
+      expiry = await measureExpiry({
+        postgresUrl: postgres.url,
+        durationSeconds: settings.expirySeconds,
+        ttlSeconds: settings.expiryTtlSeconds,
+        insertRate: settings.expiryRate,
+        autovacuumNaptimeSeconds: BENCH_AUTOVACUUM_NAPTIME_SECONDS,
       });
     }
     if (!settings.skip.includes('http')) {
@@ -173,11 +204,13 @@ async function main(): Promise<number> {
     settlement,
     stores,
     redis,
+    ...(scale ? { scale } : {}),
+    ...(expiry ? { expiry } : {}),
     coldStart,
     durationSeconds: (now() - started) / 1000,
-    targets: checkTargets(report.paths, report.storms, coldStart, settlement, stores),
+    targets: checkTargets(report.paths, report.storms, coldStart, settlement, stores, { scale, expiry }),
     correctness: [
-      ...checkCorrectness(report.paths, report.storms, http, settlement, stores),
+      ...checkCorrectness(report.paths, report.storms, http, settlement, stores, { scale, expiry }),
       ...(redis ? redisCorrectness(redis) : []),
     ],
   };

@@ -132,14 +132,44 @@ export interface StoresResult {
   readonly calls: number;
   readonly rows: readonly StoreRow[];
   readonly storms: readonly StoreStorm[];
+  /** The PostgreSQL variants again, through a proxy that delays each way (absent when skipped: BENCH_SKIP=rtt). */
+  readonly network?: readonly NetworkRun[];
+}
+
+/** The one-way delays the network runs add (RDS Proxy in the same zone; another availability zone). */
+export const NETWORK_ONE_WAY_MS = [0.5, 2] as const;
+/** The variants and paths measured over the network: ours against the held transaction, first request and replay. */
+export const NETWORK_VARIANTS = ['pg-local', 'pg-external', 'document-local', 'document-external'] as const;
+export const NETWORK_PATHS = ['first', 'replay'] as const;
+
+/** The PostgreSQL variants through a latency proxy (packages/local-aws/src/latency-proxy.ts). */
+export interface NetworkRun {
+  /** The delay asked for, each way. */
+  readonly oneWayMs: number;
+  /** A bare `SELECT 1`, p50, through the proxy and straight to the server: what the proxy really adds. */
+  readonly roundTripMs: { readonly proxied: number; readonly direct: number };
+  readonly calls: number;
+  readonly rows: readonly StoreRow[];
 }
 
 /**
  * PostgreSQL for the benchmark: the throwaway server the tests use (packages/local-aws/src/postgres-local.ts: no fsync, as DynamoDB
  * Local keeps its tables in memory), with room for every variant's pool of 50 at once.
  */
+export const BENCH_AUTOVACUUM_NAPTIME_SECONDS = 15;
+
 export function startBenchPostgres(): Promise<PostgresLocal> {
-  return startPostgresLocal({ settings: { max_connections: '300' } });
+  return startPostgresLocal({
+    settings: {
+      max_connections: '300',
+      // Room for the million-record table of bench/scale.ts (about 780 MiB with its indexes) in the buffer cache, as
+      // a server sized for its working set would have it (the default, 128 MB, sends most random reads to the OS).
+      shared_buffers: '1GB',
+      // Autovacuum looks for work every 15 s instead of every minute: bench/expiry.ts turns its table over every
+      // 30 s, and vacuum is what hands the purged rows' space back.
+      autovacuum_naptime: `${BENCH_AUTOVACUUM_NAPTIME_SECONDS}s`,
+    },
+  });
 }
 
 export interface StoresOptions {
@@ -148,6 +178,8 @@ export interface StoresOptions {
   readonly calls: number;
   readonly warmup: number;
   readonly stormRounds: number;
+  /** Calls per variant and path through each latency proxy; 0 leaves the network runs out. */
+  readonly networkCalls?: number;
 }
 
 export async function measureStores(options: StoresOptions): Promise<StoresResult> {
@@ -164,7 +196,7 @@ export async function measureStores(options: StoresOptions): Promise<StoresResul
         results.push(...(await measureStorePath(path, variants, options)));
       }
       const storms: StoreStorm[] = [];
-      for (const kind of ['local', 'outside'] as const) {
+      for (const kind of options.stormRounds > 0 ? (['local', 'outside'] as const) : []) {
         const taking = variants.filter((variant) => variant.form === (kind === 'local' ? 'local' : 'external'));
         for (const variant of taking) await variant.warm(poolMax);
         const runs = new Map<StoreVariant, StormRound[]>(taking.map((variant) => [variant, []]));
@@ -173,12 +205,69 @@ export async function measureStores(options: StoresOptions): Promise<StoresResul
         });
         for (const [variant, rounds] of runs) storms.push(summarizeStorm(variant, kind, rounds));
       }
-      return { postgres: rows[0]?.server_version ?? 'unknown', poolMax, calls: options.calls, rows: results, storms };
+      const network = (options.networkCalls ?? 0) > 0 ? await measureOverNetwork(options, poolMax) : undefined;
+      return {
+        postgres: rows[0]?.server_version ?? 'unknown',
+        poolMax,
+        calls: options.calls,
+        rows: results,
+        storms,
+        ...(network ? { network } : {}),
+      };
     } finally {
       for (const variant of variants) await variant.close();
     }
   } finally {
     await admin.end();
+  }
+}
+
+/**
+ * Issue 25 §1: the claim that fewer round trips pay off over a network, measured. For each one-way delay, the
+ * PostgreSQL variants get pools of their own on a latency proxy, and the first request and the replay are measured
+ * interleaved, as on loopback. The bare round trip through the proxy is measured too: Node's timers round a delay
+ * under a millisecond up, so what it adds is reported as measured, not as asked.
+ */
+async function measureOverNetwork(options: StoresOptions, poolMax: number): Promise<NetworkRun[]> {
+  const { startLatencyProxy } = await import('@keystone-idempotency/local-aws/latency-proxy');
+  const calls = options.networkCalls ?? 0;
+  const runs: NetworkRun[] = [];
+  for (const oneWayMs of NETWORK_ONE_WAY_MS) {
+    const proxy = await startLatencyProxy(options.postgresUrl, { oneWayMs });
+    const variants = NETWORK_VARIANTS.map((name) => postgresVariant(name, proxy.url, poolMax));
+    try {
+      for (const variant of variants) await variant.warm(2);
+      const roundTripMs = {
+        proxied: await bareRoundTrip(proxy.url),
+        direct: await bareRoundTrip(options.postgresUrl),
+      };
+      const rows: StoreRow[] = [];
+      for (const path of NETWORK_PATHS) {
+        rows.push(...(await measureStorePath(path, variants, { calls, warmup: Math.min(options.warmup, 20) })));
+      }
+      runs.push({ oneWayMs, roundTripMs, calls, rows });
+    } finally {
+      for (const variant of variants) await variant.close();
+      await proxy.close();
+    }
+  }
+  return runs;
+}
+
+/** p50 of 200 `SELECT 1`s on one connection. */
+async function bareRoundTrip(url: string): Promise<number> {
+  const pg = new Pool({ connectionString: url, max: 1 });
+  try {
+    for (let i = 0; i < 20; i++) await pg.query('SELECT 1');
+    const samples: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const started = now();
+      await pg.query('SELECT 1');
+      samples.push(now() - started);
+    }
+    return median(samples);
+  } finally {
+    await pg.end();
   }
 }
 
@@ -569,6 +658,7 @@ if (require.main === module) {
         calls: Number(process.env.BENCH_CALLS ?? 500),
         warmup: Number(process.env.BENCH_WARMUP ?? 50),
         stormRounds: Number(process.env.BENCH_STORM_ROUNDS ?? 3),
+        networkCalls: Number(process.env.BENCH_NETWORK_CALLS ?? 200),
       });
       console.log(JSON.stringify(result, null, 2));
     } finally {

@@ -1,8 +1,10 @@
 import type { BundleName, ColdStartResult } from './cold-start';
+import type { ExpiryResult } from './expiry';
 import type { HttpResult } from './http';
 import { medianRatioInterval } from './measure';
 import { isDuplicatePath, type PathName } from './paths';
 import type { CallCost } from './projection';
+import { MAX_SCALE_GROWTH, type ScaleResult, type ScaleStep } from './scale';
 import type { SettlementResult } from './settlement';
 import type { StorePath, StoreRow, StoreStorm, StoresResult, StoreVariantName } from './stores';
 import type { StormSummary } from './storm';
@@ -68,6 +70,7 @@ export function checkTargets(
   coldStart: ColdStartResult | undefined,
   settlement?: SettlementResult,
   stores?: StoresResult,
+  growth: Growth = {},
 ): TargetCheck[] {
   const row = (variant: VariantName, path: PathName) => rows.find((r) => r.variant === variant && r.path === path);
   const anchor = (path: PathName) => {
@@ -216,7 +219,83 @@ export function checkTargets(
     });
   }
   if (stores) checks.push(...checkStoreTargets(stores));
+  if (growth.scale) checks.push(...checkScaleTargets(growth.scale));
+  if (growth.expiry) checks.push(...checkExpiryTargets(growth.expiry));
   return checks;
+}
+
+/** The sections that measure cost as the work grows (issue 25 §2); each absent when skipped. */
+export interface Growth {
+  readonly scale?: ScaleResult;
+  readonly expiry?: ExpiryResult;
+}
+
+/** p50 at the largest size loaded against the smallest, first request and replay, on each store. */
+export function checkScaleTargets(scale: ScaleResult): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  const stores = [
+    { name: 'PostgreSQL', steps: scale.postgres.steps, stopped: undefined },
+    ...(scale.dynamodb
+      ? [{ name: 'DynamoDB Local', steps: scale.dynamodb.steps, stopped: scale.dynamodb.stoppedAt }]
+      : []),
+  ];
+  for (const { name, steps, stopped } of stores) {
+    const smallest = steps[0];
+    const largest = steps.at(-1);
+    if (!smallest || !largest) continue;
+    for (const path of ['first', 'replay'] as const) {
+      const ratio = largest[path].p50 / smallest[path].p50;
+      const label = path === 'first' ? 'first request (claimAndCommit)' : 'replay of a loaded key (claim)';
+      const sizes = (step: ScaleStep) => `${step.records.toLocaleString('en-US')} records`;
+      checks.push({
+        target: `${name} as the table grows: ${label}`,
+        goal: `p50 at 1,000,000 records at most ${MAX_SCALE_GROWTH}x the p50 at 10,000`,
+        measured: `${ms(largest[path].p50)} at ${sizes(largest)}, ${x(ratio)}${
+          stopped
+            ? ` (loading stopped at ${stopped.loaded.toLocaleString('en-US')} of ${stopped.size.toLocaleString('en-US')} within ${stopped.budgetSeconds} s)`
+            : ''
+        }`,
+        anchor: `${ms(smallest[path].p50)} at ${sizes(smallest)}`,
+        met: ratio <= MAX_SCALE_GROWTH && largest.records >= 1_000_000,
+      });
+    }
+  }
+  return checks;
+}
+
+/** The purge's capacity against the insert rate, flat sizes once steady, the first request's p99 unaffected. */
+export const MIN_PURGE_OVER_INSERT = 10;
+export const MAX_STEADY_GROWTH = 1.1;
+export const MAX_P99_WITH_PURGE = 1.2;
+
+export function checkExpiryTargets(expiry: ExpiryResult): TargetCheck[] {
+  const rate = expiry.insertRate.achieved;
+  const capacity = expiry.purgeRowsPerSecond / rate;
+  return [
+    {
+      target: `PostgreSQL expiry: purge capacity (${expiry.ttlSeconds} s TTL, ${rate.toFixed(0)} first requests/s)`,
+      goal: `rows deleted per second of purging at least ${MIN_PURGE_OVER_INSERT}x the insert rate`,
+      measured: `${expiry.purgeRowsPerSecond.toFixed(0)} rows/s, ${x(capacity)}`,
+      anchor: `${rate.toFixed(0)} inserted/s over ${expiry.durationSeconds.toFixed(0)} s`,
+      met: capacity >= MIN_PURGE_OVER_INSERT,
+    },
+    {
+      target: 'PostgreSQL expiry: table and index size once steady',
+      goal: `largest at most ${MAX_STEADY_GROWTH}x the first steady window's`,
+      measured: Number.isNaN(expiry.steadyGrowth) ? 'no steady windows (run longer)' : x(expiry.steadyGrowth),
+      anchor: `${expiry.windows.length} windows; autovacuum ${Object.entries(expiry.autovacuum)
+        .map(([name, value]) => `${name.replace('autovacuum_', '')}=${value}`)
+        .join(', ')}`,
+      met: expiry.steadyGrowth <= MAX_STEADY_GROWTH,
+    },
+    {
+      target: "PostgreSQL expiry: first request's p99 while the purge runs",
+      goal: `at most ${MAX_P99_WITH_PURGE}x the p99 before anything expired`,
+      measured: `p99 ${ms(expiry.steady.p99)} (p50 ${ms(expiry.steady.p50)}), ${x(expiry.steady.p99 / expiry.before.p99)}`,
+      anchor: `before: p99 ${ms(expiry.before.p99)} (p50 ${ms(expiry.before.p50)})`,
+      met: expiry.steady.p99 <= MAX_P99_WITH_PURGE * expiry.before.p99,
+    },
+  ];
 }
 
 export function checkCorrectness(
@@ -225,8 +304,25 @@ export function checkCorrectness(
   http: HttpResult | undefined,
   settlement?: SettlementResult,
   stores?: StoresResult,
+  growth: Growth = {},
 ): CorrectnessCheck[] {
   const checks: CorrectnessCheck[] = [];
+  if (growth.scale) {
+    const steps = [...growth.scale.postgres.steps, ...(growth.scale.dynamodb?.steps ?? [])];
+    const unexpected = steps.reduce((sum, step) => sum + step.unexpected, 0);
+    checks.push({
+      check: 'as the table grows: every first request committed, every loaded key replayed',
+      passed: unexpected === 0,
+      detail: unexpected === 0 ? 'ok' : `${unexpected} calls answered otherwise`,
+    });
+  }
+  if (growth.expiry) {
+    checks.push({
+      check: 'expiry: every first request committed while the purge ran',
+      passed: growth.expiry.errors.length === 0,
+      detail: growth.expiry.errors.length === 0 ? 'ok' : growth.expiry.errors.join('; '),
+    });
+  }
   for (const r of rows) {
     if (r.variant === 'baseline') continue;
     const surprises = Object.entries(r.unexpected);
@@ -335,6 +431,15 @@ export function checkStoreTargets(stores: StoresResult): TargetCheck[] {
       met: replay.roundTrips.max === 1 && replay.effectRuns === 0,
     });
   }
+  checks.push(...latencyAgainstHeld(stores.rows, 'loopback'));
+  for (const run of stores.network ?? []) {
+    checks.push(
+      ...latencyAgainstHeld(
+        run.rows,
+        `+${run.oneWayMs} ms each way (round trip ${ms(run.roundTripMs.proxied)}, ${ms(run.roundTripMs.direct)} direct)`,
+      ),
+    );
+  }
   const ours = storm('pg-external', 'outside');
   const held = storm('document-external', 'outside');
   if (ours && held) {
@@ -353,6 +458,33 @@ export function checkStoreTargets(stores: StoresResult): TargetCheck[] {
       measured: `effects ${ours.rows.join('/')}, ${ms(ours.medianWallMs)} (median of ${ours.rows.length}), ${x(ours.medianWallMs / held.medianWallMs)}`,
       anchor: `held transaction: effects ${held.rows.join('/')}, ${ms(held.medianWallMs)}`,
       met: ours.correct && ours.medianWallMs < held.medianWallMs,
+    });
+  }
+  return checks;
+}
+
+/** Our first request and replay on PostgreSQL against the held transaction's, same form: issue 25 §1. */
+const AGAINST_HELD: readonly { variant: StoreVariantName; held: StoreVariantName; path: StorePath; label: string }[] = [
+  { variant: 'pg-local', held: 'document-local', path: 'first', label: 'first request, local effect (claimAndCommit)' },
+  { variant: 'pg-external', held: 'document-external', path: 'first', label: 'first request (claim + commit)' },
+  { variant: 'pg-local', held: 'document-local', path: 'replay', label: 'replay (claimAndCommit)' },
+  { variant: 'pg-external', held: 'document-external', path: 'replay', label: 'replay (claim)' },
+];
+const MAX_VS_HELD = 1.0;
+
+function latencyAgainstHeld(rows: readonly StoreRow[], network: string): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  for (const { variant, held, path, label } of AGAINST_HELD) {
+    const ours = rows.find((r) => r.variant === variant && r.path === path);
+    const theirs = rows.find((r) => r.variant === held && r.path === path);
+    if (!ours || !theirs) continue;
+    const ratio = ours.latencyMs.p50 / theirs.latencyMs.p50;
+    checks.push({
+      target: `PostgreSQL, ${network}: ${label}`,
+      goal: `p50 at most ${MAX_VS_HELD.toFixed(1)}x the held transaction's`,
+      measured: `${ms(ours.latencyMs.p50)} p50, ${ms(ours.latencyMs.p99)} p99; ${x(ratio)} (p99 ${x(ours.latencyMs.p99 / theirs.latencyMs.p99)})`,
+      anchor: `held transaction: ${ms(theirs.latencyMs.p50)} p50, ${ms(theirs.latencyMs.p99)} p99`,
+      met: ratio <= MAX_VS_HELD,
     });
   }
   return checks;
