@@ -78,6 +78,8 @@ export const FunctionEnv = {
   databaseName: 'DATABASE_NAME',
   databaseUser: 'DATABASE_USER',
   databaseSchema: 'DATABASE_SCHEMA',
+  /** 'false' behind RDS Proxy: a session that prepares a statement is pinned to its connection. */
+  databasePreparedStatements: 'DATABASE_PREPARED_STATEMENTS',
   settlementQueueUrl: 'SETTLEMENT_QUEUE_URL',
   settlementDeadLetterUrl: 'SETTLEMENT_DLQ_URL',
   webhookSecretArn: 'PROCESSOR_WEBHOOK_SECRET_ARN',

@@ -206,6 +206,8 @@ export class PaymentsStack extends Stack {
         [FunctionEnv.databaseName]: DATABASE_NAME,
         [FunctionEnv.databaseUser]: databaseUserName(spec.id),
         [FunctionEnv.databaseSchema]: DATABASE_SCHEMA,
+        // RDS Proxy pins a session that prepares a statement, which would undo its multiplexing.
+        [FunctionEnv.databasePreparedStatements]: 'false',
       });
     } else {
       for (const { table } of spec.tables) environment[table.envVar] = this.tables.get(table).tableName;

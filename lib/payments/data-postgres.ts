@@ -12,7 +12,15 @@ export function postgresData(env: Env = process.env): ServiceData<PostgresEffect
   const pool = postgresPool(env);
   const schema = env.DATABASE_SCHEMA ? { schema: env.DATABASE_SCHEMA } : {};
   // Every query waits at most what the invocation has left (functions are wrapped by withInvocationDeadline).
-  const store = new PostgresStore({ pool, ...schema, ...lifetimes(env), deadline: invocationDeadline });
+  // Behind RDS Proxy (the deployed stack) prepared statements would pin each session: the stack turns them off.
+  const prepareStatements = env.DATABASE_PREPARED_STATEMENTS !== 'false';
+  const store = new PostgresStore({
+    pool,
+    ...schema,
+    ...lifetimes(env),
+    deadline: invocationDeadline,
+    prepareStatements,
+  });
   return {
     kind: 'postgres',
     store,

@@ -200,7 +200,7 @@ describe('the payments stack on PostgreSQL', () => {
       });
     });
 
-    it('tells each function the proxy, the database, the schema and its own user, and no table name', () => {
+    it('tells each function the proxy, the database, the schema and its own user, no prepared statements (RDS Proxy would pin them), and no table name', () => {
       each((stack, template) => {
         const proxyEndpoint = stack.resolve(databaseOf(stack).proxy.endpoint);
         for (const id of FUNCTION_IDS) {
@@ -212,6 +212,7 @@ describe('the payments stack on PostgreSQL', () => {
             DATABASE_NAME: 'keystone',
             DATABASE_SCHEMA: 'keystone',
             DATABASE_USER: SQL_ACCESS[id]!.user,
+            DATABASE_PREPARED_STATEMENTS: 'false',
           });
           expect(environment.IDEMPOTENCY_TABLE).toBeUndefined();
           expect(environment.PAYMENTS_TABLE).toBeUndefined();
