@@ -1,0 +1,132 @@
+import {
+  type DurableContext,
+  type DurablePromise,
+  type RetryDecision,
+  retryPresets,
+  type StepConfig,
+  type StepFunc,
+} from '@aws/durable-execution-sdk-js';
+import type { IdempotencyStore } from '../engine/contract.js';
+import { fingerprint } from '../engine/fingerprint.js';
+import type { IdempotencyHandle } from '../engine/operation.js';
+import { runIdempotently } from '../engine/run.js';
+import { DuplicateStepNameError, StepInFlightError } from './errors.js';
+import { hashOfParts } from './execution-name.js';
+
+/** What a step's work sees: the engine's handle, with a downstream key of the execution and step, and the SDK's own. */
+export interface DurableStepHandle<TEffect> extends IdempotencyHandle<TEffect> {
+  /**
+   * The key to forward to the outside system: derived from the execution's ARN and the step's name, so it is the
+   * same on every replay and every retry of this step, in every invocation, however long the execution lasts (even
+   * past the store's TTL), and different for every other step and execution.
+   */
+  readonly downstreamKey: string;
+  readonly executionArn: string;
+  readonly stepName: string;
+  /** The SDK's step context (its logger, its 1-based `attempt`). */
+  readonly step: Parameters<StepFunc<unknown>>[0];
+}
+
+export interface IdempotentStepOptions<TResult, TEffect> {
+  /** Where the step's claim and its local writes commit (a `DynamoDbStore`, a `PostgresStore`). */
+  readonly store: IdempotencyStore<TEffect>;
+  /**
+   * The SDK's step options. `retryStrategy` (default `retryPresets.default`) decides for the work's own errors; a
+   * step found held by an earlier attempt ({@link StepInFlightError}) is always retried once that attempt's lease has
+   * run out, up to `inFlightRetries` times.
+   */
+  readonly config?: StepConfig<TResult>;
+  /** How many times to come back for a step an earlier attempt still holds. Default 10. */
+  readonly inFlightRetries?: number;
+}
+
+/** Names used by idempotentStep in each durable context (one per invocation and child context). */
+const namesUsed = new WeakMap<object, Set<string>>();
+
+/**
+ * A durable step whose outside effect happens once and whose local writes commit once, although the SDK runs a step
+ * at least once (a step that did its work and crashed before its checkpoint runs again on replay, and a step that
+ * threw is retried):
+ *
+ * ```
+ *  context.step(name) ─► claim key(execution ARN, name) on the store
+ *      ├─ acquired: work(handle) ─► outside call with handle.downstreamKey ─► stage local writes
+ *      │     └─ commit: the writes and the step's result, one transaction        ─► the SDK checkpoints the result
+ *      ├─ completed before (the step ran, then crashed before its checkpoint) ─► the stored result; nothing runs
+ *      └─ held by an earlier attempt still leased ─► StepInFlightError; the SDK retries after the lease
+ * ```
+ *
+ * Names are unique within a durable context (use the item's id in a `map`): two steps under one name would share
+ * one claim. A step's result must be JSON (it is stored, then checkpointed).
+ *
+ * @example
+ * const charge = await idempotentStep(context, 'charge', async (step) => {
+ *   const charge = await processor.charge(order, { idempotencyKey: step.downstreamKey });
+ *   step.stage({ Put: { TableName: 'orders', Item: { pk: order.id, chargeId: charge.id } } });
+ *   return { chargeId: charge.id };
+ * }, { store });
+ */
+export function idempotentStep<TResult, TEffect>(
+  context: DurableContext,
+  name: string,
+  work: (step: DurableStepHandle<TEffect>) => Promise<TResult>,
+  options: IdempotentStepOptions<TResult, TEffect>,
+): DurablePromise<TResult> {
+  const used = namesUsed.get(context) ?? new Set<string>();
+  namesUsed.set(context, used);
+  if (used.has(name)) throw new DuplicateStepNameError(name);
+  used.add(name);
+  const executionArn = context.executionContext.durableExecutionArn;
+  const key = hashOfParts('durable-step:', executionArn, name);
+  const downstreamKey = hashOfParts('dstep_', executionArn, name);
+  const fallback = options.config?.retryStrategy ?? retryPresets.default;
+  const inFlightRetries = options.inFlightRetries ?? 10;
+
+  return context.step(
+    name,
+    async (stepContext) => {
+      const outcome = await runIdempotently<TResult, TEffect>(
+        options.store,
+        // The key alone names the step: nothing else can differ between its attempts.
+        { key, fingerprint: fingerprint({ operation: 'durable-step', body: name, contentType: 'text/plain' }) },
+        (handle) =>
+          work(
+            Object.freeze({
+              key: handle.key,
+              attempt: handle.attempt,
+              stage: handle.stage,
+              downstreamKey,
+              executionArn,
+              stepName: name,
+              step: stepContext,
+            }),
+          ),
+        { invocation: context.lambdaContext },
+      );
+      switch (outcome.kind) {
+        case 'committed':
+        case 'replay':
+          return outcome.result;
+        case 'in_flight':
+          throw new StepInFlightError(key, outcome.leaseRemainingMs, outcome.record);
+        case 'fenced':
+          // An attempt that outlived its lease was taken over: the new owner finishes it; come back for its result.
+          throw new StepInFlightError(key, 1000, outcome.error.record);
+        case 'mismatch':
+          throw new Error(`durable step ${name}: the stored step has another fingerprint`);
+        case 'failed':
+          throw outcome.error;
+      }
+    },
+    {
+      ...options.config,
+      retryStrategy: (error: Error, attempt: number): RetryDecision => {
+        if (error instanceof StepInFlightError || (error as { name?: string }).name === 'StepInFlightError') {
+          const ms = error instanceof StepInFlightError ? error.retryAfterMs : 1000;
+          return { shouldRetry: attempt <= inFlightRetries, delay: { seconds: Math.max(1, Math.ceil(ms / 1000)) } };
+        }
+        return fallback(error, attempt);
+      },
+    },
+  );
+}
