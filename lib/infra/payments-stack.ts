@@ -9,6 +9,7 @@ import { metricsNamespace } from '../metrics/definitions';
 import { DATABASE_NAME, DATABASE_SCHEMA, type DatabaseRole, databaseUserName } from '../tables/postgres-access';
 import { OperationalAlarms } from './alarms';
 import { PaymentsApi } from './api';
+import { ApprovalWorkflow } from './approval-workflow';
 import { OperationsDashboard } from './dashboard';
 import { PaymentsDatabase, POSTGRES_PORT } from './database';
 import type { EnvironmentConfig } from './environments';
@@ -46,6 +47,8 @@ export class PaymentsStack extends Stack {
   readonly settlement: SettlementQueue;
   readonly webhookSecret: Secret;
   readonly functions: ReadonlyMap<string, ServiceFunction>;
+  /** The durable refund approval; on the DynamoDB store only. */
+  readonly approvalWorkflow?: ApprovalWorkflow;
   /** The REST API, or the HTTP API where the environment asks for one (`api: 'http'`). */
   readonly api: PaymentsApi | PaymentsHttpApi;
   readonly alarms: OperationalAlarms;
@@ -158,6 +161,14 @@ export class PaymentsStack extends Stack {
           maxConcurrency: config.concurrency.settlementMaxConcurrency,
         }),
       );
+    }
+
+    // The refund approval, a Lambda durable function, on the DynamoDB store (keystone-idempotency/durable).
+    if (!this.database) {
+      this.approvalWorkflow = new ApprovalWorkflow(this, 'ApprovalWorkflow', {
+        config,
+        idempotency: this.tables.idempotency,
+      });
     }
 
     const monitored = {

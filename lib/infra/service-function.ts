@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import { Duration, Validations } from 'aws-cdk-lib';
 import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, type DurableConfig, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { type BundlingOptions, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -84,6 +84,8 @@ export interface ServiceFunctionProps {
   readonly environment: Readonly<Record<string, string>>;
   /** In a VPC (the environment's database is in one), or not. */
   readonly network?: FunctionNetwork;
+  /** A Lambda durable function: its executions' timeout and how long Lambda keeps a closed one's history. */
+  readonly durableConfig?: DurableConfig;
 }
 
 /**
@@ -115,7 +117,7 @@ export class ServiceFunction extends Construct {
   constructor(
     scope: Construct,
     id: string,
-    { spec, timeoutSeconds, config, environment, network }: ServiceFunctionProps,
+    { spec, timeoutSeconds, config, environment, network, durableConfig }: ServiceFunctionProps,
   ) {
     super(scope, id);
     // Before NodejsFunction, which would otherwise fall back to bundling in Docker.
@@ -150,6 +152,7 @@ export class ServiceFunction extends Construct {
       environment: { ...LAMBDA_NODE_OPTIONS, [TRACE_ENABLED_ENV]: String(config.tracing), ...environment },
       bundling: lambdaBundling(config),
       ...(network ? { vpc: network.vpc, vpcSubnets: network.subnets, securityGroups: [network.securityGroup] } : {}),
+      ...(durableConfig ? { durableConfig } : {}),
     });
 
     Validations.of(this.function).acknowledge({

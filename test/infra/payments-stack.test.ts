@@ -184,7 +184,8 @@ describe('PaymentsStack', () => {
   describe('functions', () => {
     it('deploys exactly the declared functions, on nodejs22.x and arm64', () => {
       each((stack, template) => {
-        template.resourceCountIs('AWS::Lambda::Function', FUNCTION_IDS.length);
+        // And, on the DynamoDB store, the durable refund approval (test/infra/approval-workflow.test.ts).
+        template.resourceCountIs('AWS::Lambda::Function', FUNCTION_IDS.length + (stack.approvalWorkflow ? 1 : 0));
         for (const id of FUNCTION_IDS) {
           const fn = functionResource(stack, template, id);
           expect(fn.Properties.Runtime).toBe('nodejs22.x');

@@ -24,7 +24,7 @@ export interface DurableStepHandle<TEffect> extends IdempotencyHandle<TEffect> {
   readonly executionArn: string;
   readonly stepName: string;
   /** The SDK's step context (its logger, its 1-based `attempt`). */
-  readonly step: Parameters<StepFunc<unknown>>[0];
+  readonly stepContext: Parameters<StepFunc<unknown>>[0];
 }
 
 export interface IdempotentStepOptions<TResult, TEffect> {
@@ -91,15 +91,8 @@ export function idempotentStep<TResult, TEffect>(
         { key, fingerprint: fingerprint({ operation: 'durable-step', body: name, contentType: 'text/plain' }) },
         (handle) =>
           work(
-            Object.freeze({
-              key: handle.key,
-              attempt: handle.attempt,
-              stage: handle.stage,
-              downstreamKey,
-              executionArn,
-              stepName: name,
-              step: stepContext,
-            }),
+            // Everything the engine's handle holds (its staging, whatever it gains), with the step's own key.
+            Object.freeze({ ...handle, downstreamKey, executionArn, stepName: name, stepContext }),
           ),
         { invocation: context.lambdaContext },
       );
