@@ -741,6 +741,22 @@ console.log(JSON.stringify({ status: result.statusCode, wraps: typeof httpIdempo
 `,
     prints: { status: 500, wraps: 'function' },
   },
+  'keystone-idempotency/durable': {
+    source: `import type { DurableContext } from '@aws/durable-execution-sdk-js';
+import { type DurableExecutions, type DurableRequest, executionName, idempotentStep } from 'keystone-idempotency/durable';
+// Any start and describe will do (lambdaDurableExecutions makes them on Lambda).
+const executions: DurableExecutions = {
+  start: async ({ name }) => ({ executionArn: \`arn:local:\${name}\` }),
+  describe: async () => ({ status: 'RUNNING', input: undefined }),
+};
+export const step = (context: DurableContext, request: DurableRequest<{ id: string }>) =>
+  idempotentStep(context, \`record-\${request.input.id}\`, async (handle) => handle.downstreamKey, {
+    store: undefined as never,
+  });
+console.log(JSON.stringify({ name: executionName('acct|POST /approvals|k').length, start: typeof executions.start }));
+`,
+    prints: { name: 46, start: 'function' },
+  },
   'keystone-idempotency/sqs': {
     source: `import type { SQSRecord } from 'aws-lambda';
 import { makeSqsIdempotentHandler, queueUrlOf, type SqsQueueAccess } from 'keystone-idempotency/sqs';
