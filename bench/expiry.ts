@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { fingerprint, scopedKey } from 'keystone-idempotency/engine';
+import { migrate, PostgresStore } from 'keystone-idempotency/postgres';
 import { Pool } from 'pg';
-import { fingerprint } from '../packages/keystone-idempotency/src/engine/fingerprint';
-import { scopedKey } from '../packages/keystone-idempotency/src/engine/key';
-import { migrate } from '../packages/keystone-idempotency/src/postgres/migrate';
-import { PostgresStore } from '../packages/keystone-idempotency/src/postgres/store';
 import { type LatencySummary, now, summarize } from './measure';
 import { CARD, OPERATION, paymentEvent, paymentOf } from './payment-flow';
 

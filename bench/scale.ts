@@ -1,11 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { BatchWriteCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
+import { fingerprint, scopedKey } from 'keystone-idempotency/engine';
+import { migrate, PostgresStore } from 'keystone-idempotency/postgres';
 import { Pool } from 'pg';
-import { fingerprint } from '../packages/keystone-idempotency/src/engine/fingerprint';
-import { scopedKey } from '../packages/keystone-idempotency/src/engine/key';
-import { migrate } from '../packages/keystone-idempotency/src/postgres/migrate';
-import { PostgresStore } from '../packages/keystone-idempotency/src/postgres/store';
 import { itemBytes } from './capacity';
 import { type LatencySummary, now, summarize } from './measure';
 import { CARD, OPERATION, paymentEvent, paymentOf } from './payment-flow';
