@@ -7,8 +7,8 @@ import { invalidBody } from './errors';
  * idempotency memory and never consume one, so a fault always lands on an attempt to charge (or to send).
  */
 
-/** Which endpoint family a fault targets. */
-export const FaultTarget = { charges: 'charges', emails: 'emails' } as const;
+/** Which endpoint family a fault targets: the processor's charges, the mailer's emails, the warehouse's shipments. */
+export const FaultTarget = { charges: 'charges', emails: 'emails', shipments: 'shipments' } as const;
 export type FaultTarget = (typeof FaultTarget)[keyof typeof FaultTarget];
 
 /** The longest injectable delay: long enough for any timeout test, short enough not to hang a run. */
@@ -17,7 +17,7 @@ const MAX_COUNT = 1000;
 
 const common = {
   count: z.number().int().min(1).max(MAX_COUNT).default(1),
-  target: z.enum([FaultTarget.charges, FaultTarget.emails]).default(FaultTarget.charges),
+  target: z.enum([FaultTarget.charges, FaultTarget.emails, FaultTarget.shipments]).default(FaultTarget.charges),
 };
 
 const faultSchema = z.discriminatedUnion('mode', [
@@ -32,6 +32,16 @@ const faultSchema = z.discriminatedUnion('mode', [
    * answer does, as happens when a processor's response is slow.
    */
   z.strictObject({ mode: z.literal('delay_after_charge'), ms: z.number().int().min(0).max(MAX_DELAY_MS), ...common }),
+  /**
+   * Down for a while: answer 503, doing nothing, to every request of the target for `ms` from when the fault is
+   * added, however many there are; then it is gone. What "the mailer is down for a few seconds" looks like to a
+   * client that retries, where `error_503` with a count is "the next N requests fail".
+   */
+  z.strictObject({
+    mode: z.literal('outage'),
+    ms: z.number().int().min(1).max(MAX_DELAY_MS),
+    target: common.target,
+  }),
 ]);
 
 /** A fault as requested through `POST /__faults`, with its defaults applied. */
@@ -44,8 +54,10 @@ export type Fault =
   | { readonly mode: 'drop_after_charge' }
   | { readonly mode: 'delay_after_charge'; readonly ms: number };
 
-/** A pending fault and how many more requests it will hit. */
-export type PendingFault = FaultSpec & { readonly remaining: number };
+/** A pending fault and how many more requests it will hit (an outage: how many more milliseconds it lasts). */
+export type PendingFault =
+  | (Exclude<FaultSpec, { mode: 'outage' }> & { readonly remaining: number })
+  | (Extract<FaultSpec, { mode: 'outage' }> & { readonly remaining_ms: number });
 
 /** Validates a `POST /__faults` body; anything else is a 400 that says what was wrong. */
 export function parseFault(body: unknown): FaultSpec {
@@ -54,26 +66,50 @@ export function parseFault(body: unknown): FaultSpec {
   return parsed.data;
 }
 
-/** The queue of pending faults: first in, first drawn, each for `count` requests of its target. */
+type Pending =
+  | { readonly spec: Exclude<FaultSpec, { mode: 'outage' }>; remaining: number }
+  | { readonly spec: Extract<FaultSpec, { mode: 'outage' }>; readonly until: number };
+
+/**
+ * The queue of pending faults: first in, first drawn, each for `count` requests of its target; an outage answers
+ * every request of its target until its time is up.
+ */
 export class FaultQueue {
-  #pending: { spec: FaultSpec; remaining: number }[] = [];
+  #pending: Pending[] = [];
+
+  /** @param clock epoch milliseconds, for outages (`Date.now` by default). */
+  constructor(private readonly clock: () => number = Date.now) {}
 
   add(spec: FaultSpec): void {
-    this.#pending.push({ spec, remaining: spec.count });
+    if (spec.mode === 'outage') this.#pending.push({ spec, until: this.clock() + spec.ms });
+    else this.#pending.push({ spec, remaining: spec.count });
   }
 
   /** Draws the next fault for `target`, if any, and uses up one of its requests. */
   take(target: FaultTarget): Fault | undefined {
+    this.#forgetEndedOutages();
     const index = this.#pending.findIndex((pending) => pending.spec.target === target);
     const pending = this.#pending[index];
     if (!pending) return undefined;
+    if ('until' in pending) return { mode: 'error_503' };
     pending.remaining -= 1;
     if (pending.remaining === 0) this.#pending.splice(index, 1);
     return toFault(pending.spec);
   }
 
   list(): PendingFault[] {
-    return this.#pending.map(({ spec, remaining }) => ({ ...spec, remaining }));
+    this.#forgetEndedOutages();
+    const now = this.clock();
+    return this.#pending.map((pending) =>
+      'until' in pending
+        ? { ...pending.spec, remaining_ms: pending.until - now }
+        : { ...pending.spec, remaining: pending.remaining },
+    );
+  }
+
+  #forgetEndedOutages(): void {
+    const now = this.clock();
+    this.#pending = this.#pending.filter((pending) => !('until' in pending) || pending.until > now);
   }
 
   clear(): void {
@@ -81,7 +117,7 @@ export class FaultQueue {
   }
 }
 
-function toFault(spec: FaultSpec): Fault {
+function toFault(spec: Exclude<FaultSpec, { mode: 'outage' }>): Fault {
   switch (spec.mode) {
     case 'delay':
     case 'delay_after_charge':

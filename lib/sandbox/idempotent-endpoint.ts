@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import canonicalize from 'canonicalize';
+import type { StoredResponse } from './attempt';
+import { attempt } from './attempt';
 import { ErrorType, invalidRequest, SandboxApiError } from './errors';
-import type { Fault, FaultQueue, FaultTarget } from './faults';
+import type { FaultQueue, FaultTarget } from './faults';
 import { headerValue, sendJson } from './http';
 import type { IdempotencyLedger } from './idempotency-ledger';
 
@@ -14,19 +15,19 @@ export const REPLAYED_HEADER = 'Idempotent-Replayed';
 /** Stripe's limit on a key's length. */
 const MAX_KEY_LENGTH = 255;
 
-/** A response as the processor remembers it under a key: replays send exactly this again. */
-export interface StoredResponse {
-  readonly status: number;
-  readonly body: unknown;
-}
+export type { StoredResponse } from './attempt';
 
-/** What an idempotent endpoint (charges, emails) shares: its key space, the faults, and the sandbox lifetime. */
-export interface IdempotentEndpoint {
-  readonly ledger: IdempotencyLedger<StoredResponse>;
+/** What an endpoint that draws faults shares: the faults, its target among them, and the sandbox lifetime. */
+export interface FaultedEndpoint {
   readonly faults: FaultQueue;
   readonly target: FaultTarget;
   /** Aborted when the sandbox closes, so that an injected delay does not outlive it. */
   readonly signal: AbortSignal;
+}
+
+/** What an idempotent endpoint (charges, emails) adds: its key space. */
+export interface IdempotentEndpoint extends FaultedEndpoint {
+  readonly ledger: IdempotencyLedger<StoredResponse>;
 }
 
 /** One request to an idempotent endpoint, already validated. */
@@ -36,13 +37,6 @@ export interface IdempotentRequest {
   readonly fingerprint: string;
   /** Does the work (records the charge or the email) and returns the response to remember. */
   readonly perform: () => StoredResponse;
-}
-
-interface Attempt {
-  readonly response: StoredResponse;
-  readonly remember: boolean;
-  /** Destroy the socket instead of answering (the `drop_after_charge` fault). */
-  readonly hangUp: boolean;
 }
 
 /** The `Idempotency-Key` header, required on every idempotent endpoint. */
@@ -94,22 +88,12 @@ export async function serveIdempotently(
   }
 }
 
-async function attempt(fault: Fault | undefined, perform: () => StoredResponse, signal: AbortSignal): Promise<Attempt> {
-  // A waiter inheriting a key released by a close-cancelled delay must not charge on a sandbox that has closed.
-  signal.throwIfAborted();
-  if (fault?.mode === 'error_503') {
-    // Nothing was done, so nothing is remembered: a retry with the same key must be free to do the work.
-    return { response: serviceUnavailable(), remember: false, hangUp: false };
-  }
-  if (fault?.mode === 'delay') await sleep(fault.ms, undefined, { signal });
-  const response = perform();
-  if (fault?.mode === 'delay_after_charge') await sleep(fault.ms, undefined, { signal }).catch(() => undefined);
-  return { response, remember: true, hangUp: fault?.mode === 'drop_after_charge' };
-}
-
-function serviceUnavailable(): StoredResponse {
-  return {
-    status: 503,
-    body: { error: { type: ErrorType.api, message: 'The sandbox is unavailable (injected fault). Retry later.' } },
-  };
+/**
+ * Serves one request to an endpoint that keeps no idempotency memory (the warehouse's bookings): every request draws
+ * the next fault and does the work, whatever key it carries, as so many real APIs do.
+ */
+export async function serveOnce(res: ServerResponse, endpoint: FaultedEndpoint, perform: () => StoredResponse) {
+  const execution = await attempt(endpoint.faults.take(endpoint.target), perform, endpoint.signal);
+  if (execution.hangUp) res.destroy();
+  else sendJson(res, execution.response.status, execution.response.body);
 }

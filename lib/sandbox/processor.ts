@@ -7,11 +7,13 @@ import { FaultQueue, FaultTarget } from './faults';
 import { IdempotencyLedger } from './idempotency-ledger';
 import type { StoredResponse } from './idempotent-endpoint';
 import { routeRequest, type SandboxContext, sandboxRoutes } from './routes';
+import type { Shipment } from './shipments';
 import { DEFAULT_WEBHOOK_RETRY, type Delivery, type WebhookRetry, WebhookSender } from './webhook-sender';
 
 export type { Charge } from './charges';
 export type { Email } from './emails';
 export type { ProcessorEvent } from './events';
+export type { Shipment } from './shipments';
 export type { Delivery, WebhookRetry } from './webhook-sender';
 export { DEFAULT_WEBHOOK_RETRY, WEBHOOK_RETRY_WINDOW_ENV, webhookRetryFromEnv } from './webhook-sender';
 
@@ -53,13 +55,16 @@ export interface Sandbox {
   events(): ProcessorEvent[];
   /** Emails sent. */
   emails(): Email[];
+  /** Shipments booked by the warehouse, every booking (the warehouse dedupes nothing). */
+  shipments(): Shipment[];
   /** Every webhook delivery attempt, retries and resends included. Empty when no webhook URL is set. */
   deliveries(): Delivery[];
 }
 
 /**
- * Starts a sandbox payment processor and mailer: an in-memory stand-in for Stripe and an email provider, with the
- * same idempotency behaviour, injectable faults and signed webhooks.
+ * Starts a sandbox payment processor, mailer and warehouse: an in-memory stand-in for Stripe, an email provider and a
+ * shipping API (which, like many, takes no idempotency key), with their idempotency behaviour, injectable faults and
+ * signed webhooks.
  *
  * @example
  * const sandbox = await startSandbox({ webhookUrl: 'http://127.0.0.1:3000/webhooks', webhookSecret: 'whsec_test' });
@@ -84,10 +89,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const context: SandboxContext = {
     charges: [],
     emails: [],
+    shipments: [],
     events: [],
     faults,
     chargeEndpoint: endpoint(FaultTarget.charges),
     emailEndpoint: endpoint(FaultTarget.emails),
+    shipmentEndpoint: { faults, target: FaultTarget.shipments, signal: lifetime.signal },
     webhooks: webhookSender(options, clock, lifetime.signal),
     webhookDelivery: { enabled: options.webhooksEnabled ?? true },
     nowSeconds: () => Math.floor(clock() / 1000),
@@ -105,6 +112,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     charges: () => [...context.charges],
     events: () => [...context.events],
     emails: () => [...context.emails],
+    shipments: () => [...context.shipments],
     deliveries: () => context.webhooks?.deliveries() ?? [],
   };
 }

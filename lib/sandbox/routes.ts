@@ -7,12 +7,15 @@ import { chargeSucceeded, type ProcessorEvent } from './events';
 import { type FaultQueue, parseFault } from './faults';
 import { readJson, sendJson } from './http';
 import {
+  type FaultedEndpoint,
   fingerprintBody,
   type IdempotentEndpoint,
   requireIdempotencyKey,
   type StoredResponse,
   serveIdempotently,
+  serveOnce,
 } from './idempotent-endpoint';
+import { buildShipment, parseShipmentRequest, type Shipment } from './shipments';
 import type { WebhookSender } from './webhook-sender';
 
 /**
@@ -24,11 +27,15 @@ import type { WebhookSender } from './webhook-sender';
  *   GET    /v1/charges?idempotency_key=K   the charge made under K: {data: [charge]} or {data: []};
  *                                          409 while the first request with K is still working
  *   POST   /v1/emails           Idempotency-Key + {to, subject, text, metadata?}          201 | 400 | 503
+ *   POST   /v1/shipments        {reference, items: [{sku, quantity}]}: books a NEW shipment on every call, any
+ *                                Idempotency-Key ignored (the warehouse keeps none)               201 | 400 | 503
+ *   GET    /v1/shipments?reference=R   the shipments booked for R: {data: [shipment, ...]}
  *   GET    /charges             successful charges only (a decline moved no money)
  *   GET    /emails              emails sent
+ *   GET    /shipments           shipments booked
  *   GET    /events              events emitted (charge.succeeded)
- *   POST   /__faults            {mode: delay|error_503|drop_after_charge|delay_after_charge, ms?, count?,
- *                                target?: charges|emails}
+ *   POST   /__faults            {mode: delay|error_503|drop_after_charge|delay_after_charge|outage, ms?, count?,
+ *                                target?: charges|emails|shipments}  (outage: every request 503 for ms)
  *   GET    /__faults            pending faults;  DELETE /__faults clears them
  *   POST   /__webhooks/resend   {event_id, times?}: concurrent, single-attempt redeliveries and their statuses
  *   GET    /__webhooks          {enabled, url};  PUT /__webhooks {enabled}: stop or resume delivering new events
@@ -38,10 +45,12 @@ import type { WebhookSender } from './webhook-sender';
 export interface SandboxContext {
   readonly charges: Charge[];
   readonly emails: Email[];
+  readonly shipments: Shipment[];
   readonly events: ProcessorEvent[];
   readonly faults: FaultQueue;
   readonly chargeEndpoint: IdempotentEndpoint;
   readonly emailEndpoint: IdempotentEndpoint;
+  readonly shipmentEndpoint: FaultedEndpoint;
   /** Absent when no webhook URL was configured: events are still recorded, just not delivered. */
   readonly webhooks: WebhookSender | undefined;
   /** Whether new events are delivered now (`PUT /__webhooks`). */
@@ -69,6 +78,9 @@ export function sandboxRoutes(context: SandboxContext): Record<string, Handler> 
     'GET /charges': async (_req, res) => sendJson(res, 200, context.charges),
     'POST /v1/emails': (req, res) => sendEmail(context, req, res),
     'GET /emails': async (_req, res) => sendJson(res, 200, context.emails),
+    'POST /v1/shipments': (req, res) => bookShipment(context, req, res),
+    'GET /v1/shipments': (req, res) => findShipments(context, req, res),
+    'GET /shipments': async (_req, res) => sendJson(res, 200, context.shipments),
     'GET /events': async (_req, res) => sendJson(res, 200, context.events),
     'POST /__faults': (req, res) => addFault(context, req, res),
     'GET /__faults': async (_req, res) => sendJson(res, 200, context.faults.list()),
@@ -170,6 +182,24 @@ async function sendEmail(context: SandboxContext, req: IncomingMessage, res: Ser
       return { status: 201, body: email };
     },
   });
+}
+
+/** Books a shipment: every request a new one, as the warehouse keeps no idempotency memory. */
+async function bookShipment(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const request = parseShipmentRequest(await readJson(req));
+  await serveOnce(res, context.shipmentEndpoint, () => {
+    const shipment = buildShipment(request, context.nowSeconds());
+    context.shipments.push(shipment);
+    return { status: 201, body: shipment };
+  });
+}
+
+/** The shipments booked for a reference, oldest first: how a client that lost an answer finds out what happened. */
+async function findShipments(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const reference = new URL(req.url ?? '/', 'http://sandbox').searchParams.get('reference');
+  if (!reference) throw invalidRequest('The reference query parameter is required.');
+  const data = context.shipments.filter((shipment) => shipment.reference === reference);
+  sendJson(res, 200, { object: 'list', data });
 }
 
 async function addFault(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -40,7 +40,7 @@ describe('bin/processor', () => {
   });
 
   it.each(['SIGTERM', 'SIGINT'] as const)(
-    'serves charges on the port it prints and stops cleanly on %s',
+    'serves charges and shipments on the port it prints and stops cleanly on %s',
     async (signal) => {
       const { child, url } = startBin({ PROCESSOR_PORT: '0' });
       children.push(child);
@@ -52,6 +52,13 @@ describe('bin/processor', () => {
         body: JSON.stringify({ amount: 100, currency: 'usd', source: 'tok_visa' }),
       });
       expect(response.status).toBe(201);
+      // The warehouse is on the same port.
+      const booking = await fetch(`${base}/v1/shipments`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ reference: `bin-${signal}`, items: [{ sku: 'sku_widget', quantity: 1 }] }),
+      });
+      expect(booking.status).toBe(201);
 
       child.kill(signal);
       expect(await exitCode(child)).toBe(0);

@@ -80,6 +80,19 @@ describe('sandbox mailer', () => {
     expect(await emailsUnder(key)).toHaveLength(1);
   });
 
+  it('is down for a while in an outage: every send 503 and nothing sent, then the same key sends once', async () => {
+    const key = newKey();
+    await injectFault(sandbox, { mode: 'outage', ms: 400, target: 'emails' });
+
+    const during = [await send(key), await send(key), await send(newKey())];
+    expect(during.map((response) => response.status)).toEqual([503, 503, 503]);
+    expect(await emailsUnder(key)).toEqual([]);
+
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    expect(await send(key)).toMatchObject({ status: 201, replayed: false });
+    expect(await emailsUnder(key)).toHaveLength(1);
+  });
+
   it('ignores faults aimed at charges', async () => {
     await injectFault(sandbox, { mode: 'error_503' });
     expect((await send(newKey())).status).toBe(201);

@@ -43,6 +43,28 @@ describe('FaultQueue', () => {
     expect(queue.take('emails')).toEqual({ mode: 'error_503' });
   });
 
+  it('answers every request of an outage with a 503 until its time is up, and lists the time left', () => {
+    let now = 1_000;
+    const queue = new FaultQueue(() => now);
+    queue.add(parseFault({ mode: 'outage', ms: 500, target: 'emails' }));
+
+    expect([queue.take('emails'), queue.take('emails'), queue.take('charges')]).toEqual([
+      { mode: 'error_503' },
+      { mode: 'error_503' },
+      undefined,
+    ]);
+    now += 200;
+    expect(queue.list()).toEqual([{ mode: 'outage', ms: 500, target: 'emails', remaining_ms: 300 }]);
+    now += 300;
+    expect(queue.take('emails')).toBeUndefined();
+    expect(queue.list()).toEqual([]);
+  });
+
+  it('refuses an outage without a duration, or with a count', () => {
+    expect(() => parseFault({ mode: 'outage', target: 'emails' })).toThrow(SandboxApiError);
+    expect(() => parseFault({ mode: 'outage', ms: 100, count: 2 })).toThrow(SandboxApiError);
+  });
+
   it('counts down what remains and forgets everything on clear', () => {
     const queue = new FaultQueue();
     queue.add(parseFault({ mode: 'error_503', count: 3 }));
