@@ -5,6 +5,7 @@ import type { ApiKeyDirectory } from './api-keys';
 import { dynamoDbData } from './data-dynamodb';
 import { postgresData } from './data-postgres';
 import { ProcessorClient } from './processor-client';
+import type { OrdersRepository } from '../orders/repository';
 import type { PaymentsRepository } from './store';
 import { STORE_KINDS, type StoreKind } from './store-kind';
 
@@ -30,6 +31,8 @@ export interface ServiceData<TEffect> {
   readonly kind: StoreKind;
   readonly store: IdempotencyStore<TEffect>;
   readonly payments: PaymentsRepository<TEffect>;
+  /** Orders, their reservations and the stock (lib/orders), in the same database. */
+  readonly orders: OrdersRepository<TEffect>;
   readonly apiKeys: ApiKeyDirectory;
   /** The AWS SDK clients the data is read and written through, for the tracer to record (none on PostgreSQL). */
   readonly tracedClients: readonly ReturnType<typeof documentClient>[];

@@ -5,6 +5,7 @@ import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ApiKeys } from './api-keys-dynamodb';
 import type { ServiceData } from './config';
 import { lifetimes } from './lifetimes';
+import { DynamoDbOrders } from '../orders/dynamodb';
 import { PaymentsStore } from './store';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -19,6 +20,7 @@ export function dynamoDbData(env: Env = process.env): ServiceData<EffectItem> {
     () => new DynamoDbStore({ client, tableName: requireEnv(idempotencyTable.envVar, env), ...lifetimes(env) }),
   );
   const payments = once(() => new PaymentsStore(client, requireEnv(paymentsTable.envVar, env)));
+  const orders = once(() => new DynamoDbOrders(client, requireEnv(paymentsTable.envVar, env)));
   const apiKeys = once(() => new ApiKeys(client, requireEnv(paymentsTable.envVar, env)));
   return {
     kind: 'dynamodb',
@@ -27,6 +29,9 @@ export function dynamoDbData(env: Env = process.env): ServiceData<EffectItem> {
     },
     get payments() {
       return payments();
+    },
+    get orders() {
+      return orders();
     },
     get apiKeys() {
       return apiKeys();

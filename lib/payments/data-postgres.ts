@@ -3,6 +3,7 @@ import { invocationDeadline } from '../runtime/deadline';
 import { postgresPool } from '../runtime/postgres';
 import type { ServiceData } from './config';
 import { lifetimes } from './lifetimes';
+import { PostgresOrders } from '../orders/postgres';
 import { PostgresApiKeys, PostgresPayments } from './postgres';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -25,6 +26,7 @@ export function postgresData(env: Env = process.env): ServiceData<PostgresEffect
     kind: 'postgres',
     store,
     payments: new PostgresPayments(pool, schema),
+    orders: new PostgresOrders(pool, schema),
     apiKeys: new PostgresApiKeys(pool, schema),
     tracedClients: [],
     purgeExpired: () => store.purgeExpired(),

@@ -1,5 +1,6 @@
 import { migrate, type PostgresEffect, type PostgresStatement } from 'keystone-idempotency/postgres';
 import type { Pool } from 'pg';
+import { ordersTablesSql } from '../orders/postgres';
 import { type ApiKeyDirectory, hashApiKey } from './api-keys';
 import type { Payment } from './schema';
 import type { PaymentsRepository } from './store';
@@ -62,6 +63,7 @@ export async function migrateService(
 ): Promise<void> {
   await migrate(pool, options.schema === undefined ? {} : { schema: options.schema });
   await pool.query(serviceTablesSql(options.schema));
+  await pool.query(ordersTablesSql(options.schema));
 }
 
 /** Payments on PostgreSQL: writes as statements staged into the idempotency commit, reads from the pool. */

@@ -6,10 +6,11 @@
  */
 
 /**
- * The tables a function can be granted: the engine's keys table (keystone-idempotency's migration) and the service's
- * own two (lib/payments/postgres.ts), all in one schema.
+ * The tables a function can be granted: the engine's keys table (keystone-idempotency's migration), the service's
+ * payments and API keys (lib/payments/postgres.ts) and its orders, reservations and stock (lib/orders/postgres.ts), all
+ * in one schema.
  */
-export const SQL_TABLES = ['idempotency_keys', 'payments', 'api_keys'] as const;
+export const SQL_TABLES = ['idempotency_keys', 'payments', 'api_keys', 'orders', 'reservations', 'inventory'] as const;
 export type SqlTable = (typeof SQL_TABLES)[number];
 
 /**

@@ -1,0 +1,98 @@
+import { SQS_TEXT } from 'keystone-idempotency/sqs';
+import * as z from 'zod/mini';
+import { Amount, Currency, sourceLength } from '../payments/payment-schema';
+
+/**
+ * POST /orders and what the orders API answers, as zod schemas: the handlers validate and type by them, and the
+ * OpenAPI document is generated from them.
+ */
+
+/** The most lines one order may hold: each is a stock update committed with the reservation, in one transaction. */
+export const MAX_ORDER_LINES = 10;
+/** The most units of one SKU an order may ask for. */
+export const MAX_LINE_QUANTITY = 1_000_000;
+
+export const Sku = z
+  .string({ error: 'sku must be a string' })
+  .check(z.regex(/^[a-z0-9_]{1,64}$/, 'sku must be 1 to 64 lower-case letters, digits or underscores'));
+
+export const OrderLine = z.strictObject({
+  sku: Sku,
+  quantity: z
+    .number({ error: 'quantity must be a number' })
+    .check(
+      z.int('quantity must be an integer'),
+      z.positive('quantity must be positive'),
+      z.maximum(MAX_LINE_QUANTITY, `quantity must be at most ${MAX_LINE_QUANTITY}`),
+    ),
+});
+export type OrderLine = z.infer<typeof OrderLine>;
+
+/** POST /orders body. Unknown fields are an error, as for payments: a typo must not become an order. */
+export const OrderRequest = z.strictObject({
+  items: z.array(OrderLine).check(
+    z.minLength(1, 'items must hold at least one line'),
+    z.maxLength(MAX_ORDER_LINES, `items must hold at most ${MAX_ORDER_LINES} lines`),
+    z.refine((lines) => new Set(lines.map((line) => line.sku)).size === lines.length, {
+      message: 'items must name each sku once',
+    }),
+  ),
+  amount: Amount,
+  currency: Currency,
+  source: z
+    .string({ error: 'source must be a string' })
+    .check(...sourceLength, z.regex(SQS_TEXT, 'source must not contain control characters')),
+  email: z
+    .string({ error: 'email must be a string' })
+    .check(
+      z.maxLength(254, 'email must be at most 254 characters'),
+      z.regex(/^[^\s@]+@[^\s@]+$/, 'email must be an email address'),
+    ),
+});
+export type OrderRequest = z.infer<typeof OrderRequest>;
+
+export const ORDER_ID = /^ord_[0-9a-f]{24}$/;
+
+/** The steps of an order, in the order they run. */
+export const ORDER_STEPS = ['reserve', 'charge', 'ship', 'notify'] as const;
+export type OrderStepName = (typeof ORDER_STEPS)[number];
+
+/** One step of an order as GET /orders/{id} shows it. */
+export const OrderStep = z.strictObject({
+  name: z.enum(ORDER_STEPS),
+  /** `pending` until the step's checkpoint commits; `completed` after; `released` for a reservation given back. */
+  state: z.enum(['pending', 'completed', 'released']),
+  /** What the step produced: the charge, shipment or email id (none for the reservation). */
+  ref: z.nullable(z.string()),
+});
+export type OrderStep = z.infer<typeof OrderStep>;
+
+/** An order as POST /orders answers it (201). */
+export const Order = z.strictObject({
+  id: z.string().check(z.regex(ORDER_ID)),
+  /** `pending` while its steps run; `confirmed` once every step completed; `declined` when the card was declined. */
+  status: z.enum(['pending', 'confirmed', 'declined']),
+  items: z.array(OrderLine),
+  amount: Amount,
+  currency: Currency,
+  email: z.string(),
+  charge_id: z.nullable(z.string()),
+  shipment_id: z.nullable(z.string()),
+  email_id: z.nullable(z.string()),
+  created_at: z.iso.datetime(),
+});
+export type Order = z.infer<typeof Order>;
+
+/** GET /orders/{id}: the order and each step's state. */
+export const OrderWithSteps = z.extend(Order, { steps: z.array(OrderStep) });
+export type OrderWithSteps = z.infer<typeof OrderWithSteps>;
+
+/** GET /inventory/{sku}. */
+export const Inventory = z.strictObject({
+  sku: Sku,
+  /** Units that can still be ordered. */
+  available: z.number().check(z.int(), z.minimum(0)),
+  /** Units orders hold. */
+  reserved: z.number().check(z.int(), z.minimum(0)),
+});
+export type Inventory = z.infer<typeof Inventory>;

@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
+import { EffectConditionFailedError, type IdempotencyStore } from 'keystone-idempotency/engine';
+import { DynamoDbOrders } from '../../lib/orders/dynamodb';
+import { ordersTablesSql, PostgresOrders } from '../../lib/orders/postgres';
+import type { OrdersRepository } from '../../lib/orders/repository';
+import type { Order } from '../../lib/orders/schema';
+import { testDatabase } from '../support/dynamodb';
+import { testPostgres } from '../support/postgres';
+
+/**
+ * The orders repository on both databases, its writes committed as the engine commits them (staged effects with a
+ * key's completion), so every condition is checked by the database itself.
+ */
+interface Subject {
+  readonly orders: OrdersRepository<unknown>;
+  readonly store: IdempotencyStore<unknown>;
+}
+
+const dynamodb = testDatabase();
+const postgres = testPostgres();
+const subjects: Record<'dynamodb' | 'postgres', () => Subject> = {
+  dynamodb: () => ({
+    orders: new DynamoDbOrders(dynamodb.doc, dynamodb.paymentsTable) as OrdersRepository<unknown>,
+    store: new DynamoDbStore({
+      client: dynamodb.doc,
+      tableName: dynamodb.idempotencyTable,
+    }) as IdempotencyStore<unknown>,
+  }),
+  postgres: () => ({
+    orders: new PostgresOrders(postgres.pool, { schema: postgres.schema }) as OrdersRepository<unknown>,
+    store: postgres.store() as IdempotencyStore<unknown>,
+  }),
+};
+beforeAll(() => postgres.pool.query(ordersTablesSql(postgres.schema)));
+
+const response = { statusCode: 201, headers: {}, body: '{}' };
+
+describe.each(['dynamodb', 'postgres'] as const)('the orders repository on %s', (kind) => {
+  let subject: Subject;
+  let sku: string;
+  beforeAll(() => {
+    subject = subjects[kind]();
+  });
+  beforeEach(async () => {
+    sku = `sku_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    await subject.orders.seedStock(sku, 10);
+  });
+
+  /** Commits effects the way a step or a completion does: with a key's completion, in one transaction. */
+  async function commit(effects: unknown[]): Promise<void> {
+    const claimed = await subject.store.claim(`test#${randomUUID()}`, 'fp');
+    if (claimed.kind !== 'acquired') throw new Error(`claim: ${claimed.kind}`);
+    await subject.store.commit(claimed.lease, response, effects);
+  }
+  const order = (quantity: number, id = `ord_${randomUUID().replaceAll('-', '').slice(0, 24)}`): Order => ({
+    id,
+    status: 'pending',
+    items: [{ sku, quantity }],
+    amount: 4200,
+    currency: 'usd',
+    email: 'buyer@example.com',
+    charge_id: null,
+    shipment_id: null,
+    email_id: null,
+    created_at: '2026-12-02T10:00:00.000Z',
+  });
+
+  it('seeds stock once: a second seed leaves the counts alone', async () => {
+    await subject.orders.seedStock(sku, 99);
+    expect(await subject.orders.getInventory(sku)).toEqual({ sku, available: 10, reserved: 0 });
+    expect(await subject.orders.getInventory('sku_never_seeded')).toBeUndefined();
+  });
+
+  it('reserves: the pending order, its reservation done, and the units moved from available to reserved', async () => {
+    const pending = order(3);
+    await commit(subject.orders.reserve('acct_1', pending, 'op-key'));
+
+    expect(await subject.orders.getInventory(sku)).toEqual({ sku, available: 7, reserved: 3 });
+    expect(await subject.orders.getOrder('acct_1', pending.id)).toEqual({
+      ...pending,
+      steps: [
+        { name: 'reserve', state: 'completed', ref: null },
+        { name: 'charge', state: 'pending', ref: null },
+        { name: 'ship', state: 'pending', ref: null },
+        { name: 'notify', state: 'pending', ref: null },
+      ],
+    });
+  });
+
+  it('shows an order to its own account only', async () => {
+    const pending = order(1);
+    await commit(subject.orders.reserve('acct_1', pending, 'op-key'));
+    expect(await subject.orders.getOrder('acct_2', pending.id)).toBeUndefined();
+  });
+
+  it('refuses a second reservation of one order, and moves no stock for it', async () => {
+    const pending = order(2);
+    await commit(subject.orders.reserve('acct_1', pending, 'op-key'));
+    await expect(commit(subject.orders.reserve('acct_1', pending, 'op-key'))).rejects.toThrow(
+      EffectConditionFailedError,
+    );
+    expect(await subject.orders.getInventory(sku)).toEqual({ sku, available: 8, reserved: 2 });
+  });
+
+  it('never reserves more than is available: the commit fails and writes nothing', async () => {
+    const tooBig = order(11);
+    expect(await subject.orders.shortages(tooBig.items)).toEqual([{ sku, requested: 11, available: 10 }]);
+    await expect(commit(subject.orders.reserve('acct_1', tooBig, 'op-key'))).rejects.toThrow(
+      EffectConditionFailedError,
+    );
+    expect(await subject.orders.getInventory(sku)).toEqual({ sku, available: 10, reserved: 0 });
+    expect(await subject.orders.getOrder('acct_1', tooBig.id)).toBeUndefined();
+  });
+
+  it('counts a SKU it has never heard of as none available', async () => {
+    expect(await subject.orders.shortages([{ sku: 'sku_nowhere', quantity: 1 }])).toEqual([
+      { sku: 'sku_nowhere', requested: 1, available: 0 },
+    ]);
+  });
+
+  it('checkpoints steps and completes the order once', async () => {
+    const pending = order(1);
+    await commit(subject.orders.reserve('acct_1', pending, 'op-key'));
+    await commit([subject.orders.markStep('acct_1', pending.id, 'charge', 'ch_1')]);
+    expect((await subject.orders.getOrder('acct_1', pending.id))?.steps[1]).toEqual({
+      name: 'charge',
+      state: 'completed',
+      ref: 'ch_1',
+    });
+
+    const outcome = { status: 'confirmed', charge_id: 'ch_1', shipment_id: 'shp_1', email_id: 'em_1' } as const;
+    await commit([subject.orders.complete('acct_1', pending.id, outcome)]);
+    await expect(commit([subject.orders.complete('acct_1', pending.id, outcome)])).rejects.toThrow(
+      EffectConditionFailedError,
+    );
+    expect(await subject.orders.getOrder('acct_1', pending.id)).toMatchObject({
+      status: 'confirmed',
+      charge_id: 'ch_1',
+      shipment_id: 'shp_1',
+      email_id: 'em_1',
+      steps: [
+        { name: 'reserve', state: 'completed', ref: null },
+        { name: 'charge', state: 'completed', ref: 'ch_1' },
+        { name: 'ship', state: 'completed', ref: 'shp_1' },
+        { name: 'notify', state: 'completed', ref: 'em_1' },
+      ],
+    });
+  });
+
+  it('releases a reservation once: the units go back to available', async () => {
+    const pending = order(4);
+    await commit(subject.orders.reserve('acct_1', pending, 'op-key'));
+    await commit(subject.orders.release('acct_1', pending.id, pending.items));
+    expect(await subject.orders.getInventory(sku)).toEqual({ sku, available: 10, reserved: 0 });
+    await expect(commit(subject.orders.release('acct_1', pending.id, pending.items))).rejects.toThrow(
+      EffectConditionFailedError,
+    );
+    expect(await subject.orders.getInventory(sku)).toEqual({ sku, available: 10, reserved: 0 });
+  });
+});
