@@ -249,6 +249,8 @@ export interface EnvironmentConfig {
    */
   readonly processorUrl: string;
   readonly mailerUrl: string;
+  /** The warehouse's API (shipments for orders): it takes no idempotency key. */
+  readonly warehouseUrl: string;
   readonly tags: Readonly<Record<string, string>>;
 }
 
@@ -364,6 +366,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     },
     processorUrl: 'https://processor.dev.example.com',
     mailerUrl: 'https://mailer.dev.example.com',
+    warehouseUrl: 'https://warehouse.dev.example.com',
     tags: tagsFor('dev'),
   },
   staging: {
@@ -405,6 +408,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     },
     processorUrl: 'https://processor.staging.example.com',
     mailerUrl: 'https://mailer.staging.example.com',
+    warehouseUrl: 'https://warehouse.staging.example.com',
     tags: tagsFor('staging'),
   },
   prod: {
@@ -457,6 +461,7 @@ export const environments: Readonly<Record<EnvironmentName, EnvironmentConfig>> 
     },
     processorUrl: 'https://processor.example.com',
     mailerUrl: 'https://mailer.example.com',
+    warehouseUrl: 'https://warehouse.example.com',
     tags: tagsFor('prod'),
   },
 };

@@ -86,6 +86,7 @@ export const FunctionEnv = {
   processorUrl: 'PROCESSOR_URL',
   processorTimeoutMs: 'PROCESSOR_TIMEOUT_MS',
   mailerUrl: 'MAILER_URL',
+  warehouseUrl: 'WAREHOUSE_URL',
   leaseSeconds: 'IDEMPOTENCY_LEASE_SECONDS',
   ttlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
   serviceName: 'POWERTOOLS_SERVICE_NAME',
@@ -93,8 +94,11 @@ export const FunctionEnv = {
   logLevel: 'LOG_LEVEL',
 } as const;
 
-/** A downstream service whose URL (and, for the processor, HTTP timeout) a function is given. */
-export type Downstream = 'processor' | 'mailer';
+/**
+ * A downstream service whose URL (and, for the processor and the warehouse, the processor's HTTP timeout) a function
+ * is given.
+ */
+export type Downstream = 'processor' | 'mailer' | 'warehouse';
 
 /** One Lambda function: its code, how it is invoked, and exactly what it may touch. */
 export interface FunctionSpec {
@@ -179,6 +183,52 @@ export const serviceFunctions: readonly FunctionSpec[] = [
     trigger: { kind: 'route', method: 'GET', path: '/payments/{id}', authorization: { kind: 'token' } },
     tables: [{ table: paymentsTable, actions: ['GetItem'] }],
     sql: [{ table: 'payments', privileges: ['SELECT'] }],
+  },
+  {
+    id: 'OrdersCreate',
+    entry: 'functions/orders-create.ts',
+    description: 'POST /orders: reserves stock, charges, books the shipment, sends the confirmation, step by step',
+    memoryMb: 512,
+    trigger: {
+      kind: 'route',
+      method: 'POST',
+      path: '/orders',
+      authorization: { kind: 'token' },
+      bodyModel: jsonObjectModel,
+    },
+    tables: [
+      { table: idempotencyTable, engine: 'operations' },
+      // GetItem: the stock is read before it is reserved (the reservation's condition is the guarantee). The
+      // order, its reservation and the stock are written inside the steps' checkpoint transactions.
+      { table: paymentsTable, actions: ['GetItem', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
+    ],
+    sql: [
+      { table: 'idempotency_keys', privileges: KEYS_PRIVILEGES },
+      { table: 'orders', privileges: ['INSERT', 'UPDATE'] },
+      { table: 'reservations', privileges: ['INSERT', 'UPDATE'] },
+      // SELECT: the stock is read before it is reserved, and UPDATE ... WHERE reads the row it changes.
+      { table: 'inventory', privileges: ['SELECT', 'UPDATE'] },
+    ],
+    calls: ['processor', 'warehouse', 'mailer'],
+    metrics: httpIdempotencyMetrics(MetricService.orders),
+  },
+  {
+    id: 'OrdersGet',
+    entry: 'functions/orders-get.ts',
+    description: "GET /orders/{id}: the caller's own order and each step's state",
+    memoryMb: 256,
+    trigger: { kind: 'route', method: 'GET', path: '/orders/{id}', authorization: { kind: 'token' } },
+    tables: [{ table: paymentsTable, actions: ['GetItem'] }],
+    sql: [{ table: 'orders', privileges: ['SELECT'] }],
+  },
+  {
+    id: 'InventoryGet',
+    entry: 'functions/inventory-get.ts',
+    description: 'GET /inventory/{sku}: units available and reserved',
+    memoryMb: 256,
+    trigger: { kind: 'route', method: 'GET', path: '/inventory/{sku}', authorization: { kind: 'token' } },
+    tables: [{ table: paymentsTable, actions: ['GetItem'] }],
+    sql: [{ table: 'inventory', privileges: ['SELECT'] }],
   },
   {
     id: 'Authorizer',

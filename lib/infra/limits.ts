@@ -66,7 +66,11 @@ export function limitViolations(config: EnvironmentConfig, specs: readonly Funct
 
 function databaseViolations(config: EnvironmentConfig): string[] {
   const violations: string[] = [];
-  for (const [name, url] of Object.entries({ processorUrl: config.processorUrl, mailerUrl: config.mailerUrl })) {
+  for (const [name, url] of Object.entries({
+    processorUrl: config.processorUrl,
+    mailerUrl: config.mailerUrl,
+    warehouseUrl: config.warehouseUrl,
+  })) {
     const parsed = URL.canParse(url) ? new URL(url) : undefined;
     if (parsed?.protocol !== 'https:' || parsed.port !== '') {
       violations.push(

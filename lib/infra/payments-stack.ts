@@ -235,6 +235,10 @@ export class PaymentsStack extends Stack {
       environment[FunctionEnv.processorTimeoutMs] = String(config.timeouts.processorMilliseconds);
     }
     if (spec.calls?.includes('mailer')) environment[FunctionEnv.mailerUrl] = config.mailerUrl;
+    if (spec.calls?.includes('warehouse')) {
+      environment[FunctionEnv.warehouseUrl] = config.warehouseUrl;
+      environment[FunctionEnv.processorTimeoutMs] = String(config.timeouts.processorMilliseconds);
+    }
     return environment;
   }
 

@@ -53,8 +53,9 @@ export function banner(facts: BannerFacts): string {
     `  demo page          ${facts.demoUrl}  (double tap: one key per payment, or one per request)`,
     `  OpenAPI            ${facts.apiUrl}/openapi.json`,
     `  sandbox processor  ${facts.processorUrl}  (GET /charges lists every charge; test cards and faults: docs/payments-api.md)`,
+    `    and warehouse     GET /shipments lists every shipment booked; stock: sku_widget, sku_gadget (GET /inventory/{sku})`,
     facts.store === 'postgres'
-      ? `  PostgreSQL         ${facts.databaseUrl}  schema ${facts.tables.idempotency}: idempotency_keys, payments, api_keys`
+      ? `  PostgreSQL         ${facts.databaseUrl}  schema ${facts.tables.idempotency}: idempotency_keys, payments, api_keys, orders, ...`
       : `  DynamoDB           ${facts.databaseUrl}  tables ${facts.tables.idempotency}, ${facts.tables.payments}`,
     `  SQS                ${facts.sqsEndpoint}  settlement queue ${facts.settlementQueueUrl}`,
     `  webhooks           ${facts.apiUrl}/webhooks/processor (signed by the sandbox processor)`,

@@ -28,6 +28,7 @@ export const LOCAL_STAND_INS = {
   PROCESSOR_WEBHOOK_SECRET_ARN: { references: 'AWS::SecretsManager::Secret', becomes: 'PROCESSOR_WEBHOOK_SECRET' },
   PROCESSOR_URL: { placeholder: true },
   MAILER_URL: { placeholder: true },
+  WAREHOUSE_URL: { placeholder: true },
   DATABASE_HOST: { references: 'AWS::RDS::DBProxy', becomes: 'DATABASE_URL', asUser: 'DATABASE_USER' },
 } as const satisfies Record<string, StandIn>;
 

@@ -113,7 +113,16 @@ export async function startSourceService(
  * profile or credentials, not `NODE_OPTIONS`.
  */
 export const FUNCTION_SETTINGS = {
-  prefixes: ['DATABASE_', 'IDEMPOTENCY_', 'PAYMENTS_', 'PROCESSOR_', 'MAILER_', 'SETTLEMENT_', 'POWERTOOLS_'],
+  prefixes: [
+    'DATABASE_',
+    'IDEMPOTENCY_',
+    'PAYMENTS_',
+    'PROCESSOR_',
+    'MAILER_',
+    'WAREHOUSE_',
+    'SETTLEMENT_',
+    'POWERTOOLS_',
+  ],
   names: ['STORE', 'DYNAMODB_ENDPOINT', 'SQS_ENDPOINT', 'LOG_LEVEL'],
 } as const;
 

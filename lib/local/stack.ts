@@ -10,6 +10,8 @@ import { consoleLog, type LocalLog } from '@keystone-idempotency/local-aws/log';
 import type { SourceBundle } from '@keystone-idempotency/local-aws/source-functions';
 import { createQueueWithDlq, type QueueWithDlq, startLocalSqs } from '@keystone-idempotency/local-aws/sqs';
 import { IDEMPOTENCY_DISABLED_ENV } from 'keystone-idempotency';
+import { DynamoDbOrders } from '../orders/dynamodb';
+import { seedStock } from '../orders/stock';
 import { type ApiKeyDirectory, generateApiKey, parseApiKeyList } from '../payments/api-keys';
 import { ApiKeys } from '../payments/api-keys-dynamodb';
 import { type StoreKind, storeKind } from '../payments/config';
@@ -268,6 +270,7 @@ async function startBundles(
       SETTLEMENT_DLQ_URL: env.SETTLEMENT_DLQ_URL,
       PROCESSOR_URL: env.PROCESSOR_URL,
       MAILER_URL: env.MAILER_URL,
+      WAREHOUSE_URL: env.WAREHOUSE_URL,
       PROCESSOR_WEBHOOK_SECRET: env.PROCESSOR_WEBHOOK_SECRET,
       DYNAMODB_ENDPOINT: env.DYNAMODB_ENDPOINT,
       SQS_ENDPOINT: env.SQS_ENDPOINT,
@@ -347,7 +350,9 @@ async function startDynamoDb(
     stoppers.push(async () => client.destroy());
     await ensureTable(client, idempotencyTable, tables.idempotency);
     await ensureTable(client, paymentsTable, tables.payments);
-    return new ApiKeys(DynamoDBDocumentClient.from(client), tables.payments);
+    const doc = DynamoDBDocumentClient.from(client);
+    await seedStock(new DynamoDbOrders(doc, tables.payments));
+    return new ApiKeys(doc, tables.payments);
   })();
   return { url: env.DYNAMODB_ENDPOINT, schema: '', ready };
 }
@@ -393,6 +398,7 @@ async function startPostgres(
 ): Promise<StartingDatabase> {
   const { startPostgresLocal } = await import('@keystone-idempotency/local-aws/postgres-local');
   const { migrateService, PostgresApiKeys } = await import('../payments/postgres');
+  const { PostgresOrders } = await import('../orders/postgres');
   const { provisionRoles } = await import('../payments/postgres-roles');
   const { Pool } = await import('pg');
   if (!env.DATABASE_URL) {
@@ -415,6 +421,7 @@ async function startPostgres(
     );
     stoppers.push(() => pool.end());
     await migrateService(pool, options);
+    await seedStock(new PostgresOrders(pool, options));
     if (bundled) {
       await provisionRoles(pool, { schema: bundled.schema, roles: bundled.roles, authentication: { password } });
     }
@@ -429,7 +436,10 @@ function withPassword(url: string, password: string): string {
   return withIt.toString();
 }
 
-/** The sandbox processor and mailer (unless PROCESSOR_URL names a processor), sending its webhooks to the API. */
+/**
+ * The sandbox processor, mailer and warehouse (unless PROCESSOR_URL names a processor), sending its webhooks to the
+ * API.
+ */
 async function startProcessor(env: Env, apiPort: number, processorPort: number, stoppers: Stoppers): Promise<void> {
   if (!env.PROCESSOR_URL) {
     const sandbox = await startSandbox({
@@ -442,6 +452,7 @@ async function startProcessor(env: Env, apiPort: number, processorPort: number, 
     env.PROCESSOR_URL = sandbox.url;
   }
   env.MAILER_URL ||= env.PROCESSOR_URL; // the sandbox is the mailer too
+  env.WAREHOUSE_URL ||= env.PROCESSOR_URL; // and the warehouse
 }
 
 /**

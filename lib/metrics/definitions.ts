@@ -28,6 +28,8 @@ export const SERVICE_DIMENSION = 'service';
 export const MetricService = {
   /** POST /payments */
   payments: 'payments',
+  /** POST /orders */
+  orders: 'orders',
   /** POST /webhooks/processor */
   webhooks: 'webhooks',
   /** Payments finished or given up without their client: published by settlement and by the completer alike. */

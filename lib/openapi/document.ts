@@ -9,9 +9,11 @@ import type {
   SchemaObject,
   ServerObject,
 } from 'openapi3-ts/oas31';
+import { Inventory, Order, OrderRequest, OrderWithSteps } from '../orders/schema';
 import {
   CardDeclinedProblem,
   GatewayProblem,
+  InsufficientStockProblem,
   InvalidBodyProblem,
   PaymentProblemType,
   PaymentRejectedProblem,
@@ -61,6 +63,11 @@ const componentSchemas = {
   InvalidBodyProblem: openApiSchema(InvalidBodyProblem, 'response'),
   CardDeclinedProblem: openApiSchema(CardDeclinedProblem, 'response'),
   PaymentRejectedProblem: openApiSchema(PaymentRejectedProblem, 'response'),
+  InsufficientStockProblem: openApiSchema(InsufficientStockProblem, 'response'),
+  OrderRequest: openApiSchema(OrderRequest, 'request'),
+  Order: openApiSchema(Order, 'response'),
+  OrderWithSteps: openApiSchema(OrderWithSteps, 'response'),
+  Inventory: openApiSchema(Inventory, 'response'),
   GatewayProblem: openApiSchema(GatewayProblem, 'response'),
 } satisfies Record<string, unknown>;
 
@@ -69,7 +76,12 @@ const componentSchemas = {
  * or the service's own (`PaymentProblemType`), all under the service's base.
  */
 function problem(
-  schema: 'Problem' | 'InvalidBodyProblem' | 'CardDeclinedProblem' | 'PaymentRejectedProblem',
+  schema:
+    | 'Problem'
+    | 'InvalidBodyProblem'
+    | 'CardDeclinedProblem'
+    | 'PaymentRejectedProblem'
+    | 'InsufficientStockProblem',
   ...slugs: string[]
 ): Schema {
   return {
@@ -97,6 +109,11 @@ const headers = {
     description: 'Where the payment can be read: `/payments/{id}`.',
     required: true,
     schema: { type: 'string', pattern: '^/payments/pay_[0-9a-f]{24}$' },
+  },
+  OrderLocation: {
+    description: 'Where the order can be read: `/orders/{id}`.',
+    required: true,
+    schema: { type: 'string', pattern: '^/orders/ord_[0-9a-f]{24}$' },
   },
   IdempotentReplayed: {
     description:
@@ -134,6 +151,22 @@ const parameters = {
     description: "The payment's id, from the 201's body or its Location header.",
     schema: { type: 'string' },
     example: 'pay_3f0c9a1e5b7d2c4e6a8b0d1f',
+  },
+  OrderId: {
+    name: 'id',
+    in: 'path',
+    required: true,
+    description: "The order's id, from the 201's body or its Location header.",
+    schema: { type: 'string' },
+    example: 'ord_3f0c9a1e5b7d2c4e6a8b0d1f',
+  },
+  Sku: {
+    name: 'sku',
+    in: 'path',
+    required: true,
+    description: 'A SKU, such as `sku_widget`.',
+    schema: { type: 'string' },
+    example: 'sku_widget',
   },
   ProcessorSignature: {
     name: SIGNATURE_HEADER,
@@ -273,6 +306,126 @@ const getPayment: OperationObject = {
   },
 };
 
+/** The answers POST /orders shares with POST /payments: the body, the key, the card's values. */
+const sameAsPayments = (status: '400' | '415' | '422'): ResponseObject =>
+  (createPayment.responses as Responses)[status] as ResponseObject;
+
+/** An outside system of an order's (processor, warehouse, mailer) that did not answer: retry with the same key. */
+const orderUnavailable = (status: '502' | '503' | '504'): ResponseObject =>
+  problemResponse(
+    `\`processor-unavailable\`, \`warehouse-unavailable\` or \`mailer-unavailable\` (${status}): that step did not ` +
+      'finish; retry with the same key after `Retry-After`, and the order resumes there: no completed step runs ' +
+      "again. Or API Gateway's own (`about:blank`).",
+    oneOfThese(
+      problem(
+        'Problem',
+        PaymentProblemType.processorUnavailable,
+        PaymentProblemType.warehouseUnavailable,
+        PaymentProblemType.mailerUnavailable,
+      ),
+      gatewayProblem,
+    ),
+    { 'Retry-After': headerRef('RetryAfter') },
+  );
+
+const createOrder: OperationObject = {
+  operationId: 'createOrder',
+  summary: 'Place an order: reserve, charge, ship and confirm, each at most once per Idempotency-Key',
+  description:
+    'Every rule of `POST /payments`, for an operation with four steps, each a recovery point: the stock is ' +
+    'reserved (with its checkpoint), the card charged (the processor dedupes by a key derived from yours), the ' +
+    "shipment booked (the warehouse takes no key: a booking whose answer was lost is looked up by the order's id), " +
+    'and the confirmation sent (the mailer dedupes by key). A retry, a takeover or the completer resumes after the ' +
+    'last completed step.',
+  tags: ['orders'],
+  parameters: [parameterRef('IdempotencyKey')],
+  requestBody: {
+    required: true,
+    content: {
+      [JSON_TYPE]: {
+        schema: schemaRef('OrderRequest'),
+        example: {
+          items: [{ sku: 'sku_widget', quantity: 2 }],
+          amount: 4200,
+          currency: 'usd',
+          source: 'tok_visa',
+          email: 'buyer@example.com',
+        },
+      },
+    },
+  },
+  responses: {
+    '201': {
+      description: 'The order is confirmed, or (with `Idempotent-Replayed: true`) this is the stored answer.',
+      headers: { Location: headerRef('OrderLocation'), [REPLAYED_HEADER]: headerRef('IdempotentReplayed') },
+      content: { [JSON_TYPE]: { schema: schemaRef('Order') } },
+    },
+    '400': sameAsPayments('400'),
+    '401': unauthorized,
+    '402': {
+      ...problemResponse(
+        "`card-declined`: the processor declined the card; the order's reservation was given back. Stored and replayed.",
+        problem('CardDeclinedProblem', PaymentProblemType.cardDeclined),
+      ),
+      headers: { [REPLAYED_HEADER]: headerRef('IdempotentReplayed') },
+    },
+    '409': problemResponse(
+      '`insufficient-stock`: the stock cannot cover the order (`shortages`); nothing was reserved or charged. Stored ' +
+        'and replayed. `request-in-flight`: the original request with this key is still running; retry after ' +
+        '`Retry-After`.',
+      oneOfThese(
+        problem('InsufficientStockProblem', PaymentProblemType.insufficientStock),
+        problem('Problem', ProblemType.requestInFlight),
+      ),
+    ),
+    '415': sameAsPayments('415'),
+    '422': sameAsPayments('422'),
+    ...gatewayResponses,
+    ...internalErrors(),
+    '502': orderUnavailable('502'),
+    '503': orderUnavailable('503'),
+    '504': orderUnavailable('504'),
+  },
+};
+
+const getOrder: OperationObject = {
+  operationId: 'getOrder',
+  summary: "Read one of the caller's orders and each step's state",
+  description:
+    'Each step is `pending` until its checkpoint commits, then `completed` (a given-back reservation: `released`).',
+  tags: ['orders'],
+  parameters: [parameterRef('OrderId')],
+  responses: {
+    '200': { description: 'The order.', content: { [JSON_TYPE]: { schema: schemaRef('OrderWithSteps') } } },
+    '401': unauthorized,
+    '404': problemResponse(
+      "`not-found`: no such order for this account (another account's order is indistinguishable from none).",
+      problem('Problem', PaymentProblemType.notFound),
+    ),
+    ...gatewayResponses,
+    ...internalErrors(),
+    '502': problemResponse("API Gateway's own: the function failed.", gatewayProblem),
+    '504': problemResponse("API Gateway's own: the integration timed out.", gatewayProblem),
+  },
+};
+
+const getInventory: OperationObject = {
+  operationId: 'getInventory',
+  summary: 'Read the stock of a SKU',
+  description: '`reserved` counts the units orders hold; `available` what can still be ordered.',
+  tags: ['orders'],
+  parameters: [parameterRef('Sku')],
+  responses: {
+    '200': { description: 'The stock.', content: { [JSON_TYPE]: { schema: schemaRef('Inventory') } } },
+    '401': unauthorized,
+    '404': problemResponse('`not-found`: no such SKU.', problem('Problem', PaymentProblemType.notFound)),
+    ...gatewayResponses,
+    ...internalErrors(),
+    '502': problemResponse("API Gateway's own: the function failed.", gatewayProblem),
+    '504': problemResponse("API Gateway's own: the integration timed out.", gatewayProblem),
+  },
+};
+
 const receiveWebhook: OperationObject = {
   operationId: 'receiveProcessorWebhook',
   summary: "The processor's webhook: a signed charge.succeeded event",
@@ -355,11 +508,15 @@ export function openApiDocument(options: OpenApiDocumentOptions = {}): OpenAPIOb
     security: [{ bearerAuth: [] }],
     tags: [
       { name: 'payments', description: 'Creating and reading payments.' },
+      { name: 'orders', description: 'Orders of several steps, and the stock they reserve.' },
       { name: 'webhooks', description: "The payment processor's callbacks to this API." },
     ],
     paths: {
       '/payments': { post: createPayment },
       '/payments/{id}': { get: getPayment },
+      '/orders': { post: createOrder },
+      '/orders/{id}': { get: getOrder },
+      '/inventory/{sku}': { get: getInventory },
       '/webhooks/processor': { post: receiveWebhook },
     },
     components: {

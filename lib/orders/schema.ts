@@ -28,15 +28,17 @@ export const OrderLine = z.strictObject({
 });
 export type OrderLine = z.infer<typeof OrderLine>;
 
-/** POST /orders body. Unknown fields are an error, as for payments: a typo must not become an order. */
+/**
+ * POST /orders body. Unknown fields are an error, as for payments: a typo must not become an order. Two lines may name
+ * one SKU: the order adds them up ({@link mergeLines}).
+ */
 export const OrderRequest = z.strictObject({
-  items: z.array(OrderLine).check(
-    z.minLength(1, 'items must hold at least one line'),
-    z.maxLength(MAX_ORDER_LINES, `items must hold at most ${MAX_ORDER_LINES} lines`),
-    z.refine((lines) => new Set(lines.map((line) => line.sku)).size === lines.length, {
-      message: 'items must name each sku once',
-    }),
-  ),
+  items: z
+    .array(OrderLine)
+    .check(
+      z.minLength(1, 'items must hold at least one line'),
+      z.maxLength(MAX_ORDER_LINES, `items must hold at most ${MAX_ORDER_LINES} lines`),
+    ),
   amount: Amount,
   currency: Currency,
   source: z
@@ -96,3 +98,14 @@ export const Inventory = z.strictObject({
   reserved: z.number().check(z.int(), z.minimum(0)),
 });
 export type Inventory = z.infer<typeof Inventory>;
+
+/**
+ * The lines of an order, one per SKU (quantities of repeated SKUs added up), in the order each SKU first appears: what
+ * is reserved, shipped and shown. One stock update per SKU is also what a DynamoDB transaction requires (one action
+ * per item).
+ */
+export function mergeLines(lines: readonly OrderLine[]): OrderLine[] {
+  const merged = new Map<string, number>();
+  for (const line of lines) merged.set(line.sku, (merged.get(line.sku) ?? 0) + line.quantity);
+  return [...merged].map(([sku, quantity]) => ({ sku, quantity }));
+}

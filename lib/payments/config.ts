@@ -1,11 +1,11 @@
 import { ConfigurationError, type IdempotencyStore } from 'keystone-idempotency/engine';
+import type { OrdersRepository } from '../orders/repository';
 import type { documentClient } from '../runtime/clients';
 import { numberEnv, requireEnv } from '../runtime/env';
 import type { ApiKeyDirectory } from './api-keys';
 import { dynamoDbData } from './data-dynamodb';
 import { postgresData } from './data-postgres';
 import { ProcessorClient } from './processor-client';
-import type { OrdersRepository } from '../orders/repository';
 import type { PaymentsRepository } from './store';
 import { STORE_KINDS, type StoreKind } from './store-kind';
 

@@ -1,11 +1,11 @@
 import { DynamoDbStore, type EffectItem } from 'keystone-idempotency/dynamodb';
+import { DynamoDbOrders } from '../orders/dynamodb';
 import { documentClient } from '../runtime/clients';
 import { requireEnv } from '../runtime/env';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ApiKeys } from './api-keys-dynamodb';
 import type { ServiceData } from './config';
 import { lifetimes } from './lifetimes';
-import { DynamoDbOrders } from '../orders/dynamodb';
 import { PaymentsStore } from './store';
 
 type Env = Readonly<Record<string, string | undefined>>;

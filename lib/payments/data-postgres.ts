@@ -1,9 +1,9 @@
 import { type PostgresEffect, PostgresStore } from 'keystone-idempotency/postgres';
+import { PostgresOrders } from '../orders/postgres';
 import { invocationDeadline } from '../runtime/deadline';
 import { postgresPool } from '../runtime/postgres';
 import type { ServiceData } from './config';
 import { lifetimes } from './lifetimes';
-import { PostgresOrders } from '../orders/postgres';
 import { PostgresApiKeys, PostgresPayments } from './postgres';
 
 type Env = Readonly<Record<string, string | undefined>>;

@@ -24,8 +24,20 @@ export const PaymentProblemType = {
    * (422, `errors` naming the field), stored and replayed like any other deterministic answer.
    */
   paymentRejected: 'payment-rejected',
-  /** No such payment for this account (404); another account's payment is indistinguishable from none. */
+  /**
+   * No such payment or order for this account, or no such SKU (404); another account's payment or order is
+   * indistinguishable from none.
+   */
   notFound: 'not-found',
+  /**
+   * The stock cannot cover an order (409, `shortages` naming each line): stored and replayed like a decline, so a retry
+   * of the same key answers the same; a new order (a new key) may find stock again.
+   */
+  insufficientStock: 'insufficient-stock',
+  /** The warehouse did not answer a booking, or its lookup (502/503/504 + Retry-After): retry with the same key. */
+  warehouseUnavailable: 'warehouse-unavailable',
+  /** The mailer did not answer (502/503/504 + Retry-After): retry with the same key; the order is kept as far as it got. */
+  mailerUnavailable: 'mailer-unavailable',
   /** A webhook's signature is missing, forged or stale (401): nothing was stored. */
   invalidSignature: 'invalid-signature',
 } as const;

@@ -34,6 +34,14 @@ export const GatewayProblem = z.strictObject({
 export const CardDeclinedProblem = z.extend(ProblemDetails, { decline_code: z.string().check(z.minLength(1)) });
 export type CardDeclinedProblem = z.infer<typeof CardDeclinedProblem>;
 
+/** The `insufficient-stock` problem names each line the stock cannot cover, and what is left of it. */
+export const InsufficientStockProblem = z.extend(ProblemDetails, {
+  shortages: z
+    .array(z.strictObject({ sku: z.string(), requested: z.number(), available: z.number() }))
+    .check(z.minLength(1)),
+});
+export type InsufficientStockProblem = z.infer<typeof InsufficientStockProblem>;
+
 /** The `payment-rejected` problem lists the fields the processor refused, like `invalid-body` does ours. */
 export const PaymentRejectedProblem = z.extend(ProblemDetails, { errors: z.array(BodyError).check(z.minLength(1)) });
 export type PaymentRejectedProblem = z.infer<typeof PaymentRejectedProblem>;

@@ -106,6 +106,9 @@ describe('the synthesized dev stack', () => {
       timeoutsMs: {
         PaymentsCreate: timeouts.apiFunctionSeconds * 1000,
         PaymentsGet: timeouts.apiFunctionSeconds * 1000,
+        OrdersCreate: timeouts.apiFunctionSeconds * 1000,
+        OrdersGet: timeouts.apiFunctionSeconds * 1000,
+        InventoryGet: timeouts.apiFunctionSeconds * 1000,
         Authorizer: timeouts.authorizerSeconds * 1000,
         WebhookReceiver: timeouts.apiFunctionSeconds * 1000,
         SettlementConsumer: timeouts.queueConsumerSeconds * 1000,
@@ -263,6 +266,7 @@ describe("the service run from its bundles, with the template's own values", () 
       SETTLEMENT_DLQ_URL: await bundled.queueUrl('dlq'),
       PROCESSOR_URL: bundled.sandbox.url,
       MAILER_URL: bundled.sandbox.url,
+      WAREHOUSE_URL: bundled.sandbox.url,
     };
     const processes = descendantEnvironments(bundled.process.pid).filter(({ env }) => env.AWS_LAMBDA_FUNCTION_NAME);
     for (const spec of serviceFunctions) {

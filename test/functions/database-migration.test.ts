@@ -128,7 +128,15 @@ describe('the database migration function', () => {
     });
     // The pre-signed URL is signed without a content type: none may be sent.
     expect(headers['content-type']).toBeUndefined();
-    expect(await tables()).toEqual(['api_keys', 'idempotency_keys', 'idempotency_keys_migrations', 'payments']);
+    expect(await tables()).toEqual([
+      'api_keys',
+      'idempotency_keys',
+      'idempotency_keys_migrations',
+      'inventory',
+      'orders',
+      'payments',
+      'reservations',
+    ]);
     const { rows } = await admin.query<{ select: boolean; insert: boolean; iam: boolean }>(
       `SELECT has_table_privilege($1, $2, 'SELECT') AS select, has_table_privilege($1, $2, 'INSERT') AS insert,
               pg_has_role($1, 'rds_iam', 'MEMBER') AS iam`,

@@ -72,7 +72,7 @@ describe('the payments API as an HTTP API', () => {
         });
         expect(JSON.stringify(integration.IntegrationUri)).toContain(`"${functionId(stack, fn)}"`);
       }
-      template.resourceCountIs('AWS::ApiGatewayV2::Route', 3);
+      template.resourceCountIs('AWS::ApiGatewayV2::Route', 6);
     });
   });
 

@@ -29,6 +29,13 @@ const DYNAMODB_ACCESS: Record<string, Partial<Record<'Idempotency' | 'RecoveryIn
     Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
   PaymentsGet: { Payments: ['dynamodb:GetItem'] },
+  // Orders live in the service's data table: the stock is read before it is reserved, the rest is written in steps.
+  OrdersCreate: {
+    Idempotency: ENGINE,
+    Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+  },
+  OrdersGet: { Payments: ['dynamodb:GetItem'] },
+  InventoryGet: { Payments: ['dynamodb:GetItem'] },
   Authorizer: { Payments: ['dynamodb:GetItem'] },
   WebhookReceiver: { Idempotency: ENGINE },
   SettlementConsumer: {
@@ -279,6 +286,9 @@ describe('PaymentsStack', () => {
       const extras: Record<string, string[]> = {
         PaymentsCreate: ['PROCESSOR_TIMEOUT_MS', 'PROCESSOR_URL'],
         PaymentsGet: [],
+        OrdersCreate: ['MAILER_URL', 'PROCESSOR_TIMEOUT_MS', 'PROCESSOR_URL', 'WAREHOUSE_URL'],
+        OrdersGet: [],
+        InventoryGet: [],
         Authorizer: [],
         WebhookReceiver: ['PROCESSOR_WEBHOOK_SECRET_ARN', 'SETTLEMENT_QUEUE_URL'],
         SettlementConsumer: ['MAILER_URL', 'SETTLEMENT_DLQ_URL', 'SETTLEMENT_QUEUE_URL'],
@@ -499,7 +509,8 @@ describe('PaymentsStack', () => {
     it('lets API Gateway give up before the function behind it does', () => {
       each((stack, template) => {
         const methods = Object.values(template.findResources('AWS::ApiGateway::Method'));
-        expect(methods).toHaveLength(3);
+        // POST and GET of payments and of orders, GET of inventory, and the webhook.
+        expect(methods).toHaveLength(6);
         for (const method of methods) {
           const integration = method.Properties.Integration;
           const id = FUNCTION_IDS.find((candidate) =>
@@ -786,6 +797,7 @@ describe('PaymentsStack', () => {
           const alarms = alarmsOn(synthesized.templates[env], metric).map((alarm) => alarm.Properties);
           expect(alarms.map((alarm) => alarm.Dimensions)).toEqual([
             [{ Name: 'service', Value: 'payments' }],
+            [{ Name: 'service', Value: 'orders' }],
             [{ Name: 'service', Value: 'webhooks' }],
           ]);
           for (const alarm of alarms) {

@@ -17,6 +17,17 @@ const KEYS = ['SELECT', 'INSERT', 'UPDATE'];
 const SQL_ACCESS: Record<string, { user: string; grants: Record<string, string[]> }> = {
   PaymentsCreate: { user: 'keystone_payments_create', grants: { idempotency_keys: KEYS, payments: ['INSERT'] } },
   PaymentsGet: { user: 'keystone_payments_get', grants: { payments: ['SELECT'] } },
+  OrdersCreate: {
+    user: 'keystone_orders_create',
+    grants: {
+      idempotency_keys: KEYS,
+      orders: ['INSERT', 'UPDATE'],
+      reservations: ['INSERT', 'UPDATE'],
+      inventory: ['SELECT', 'UPDATE'],
+    },
+  },
+  OrdersGet: { user: 'keystone_orders_get', grants: { orders: ['SELECT'] } },
+  InventoryGet: { user: 'keystone_inventory_get', grants: { inventory: ['SELECT'] } },
   Authorizer: { user: 'keystone_authorizer', grants: { api_keys: ['SELECT'] } },
   WebhookReceiver: { user: 'keystone_webhook_receiver', grants: { idempotency_keys: KEYS } },
   SettlementConsumer: {

@@ -87,13 +87,19 @@ describe('timingViolations', () => {
     expect(violations).toEqual([
       "PaymentsCreate's timeout (12s) must be longer than the API integration timeout (12s)",
       "PaymentsGet's timeout (12s) must be longer than the API integration timeout (12s)",
+      "OrdersCreate's timeout (12s) must be longer than the API integration timeout (12s)",
+      "OrdersGet's timeout (12s) must be longer than the API integration timeout (12s)",
+      "InventoryGet's timeout (12s) must be longer than the API integration timeout (12s)",
       "WebhookReceiver's timeout (12s) must be longer than the API integration timeout (12s)",
     ]);
   });
 
-  it('rejects a processor timeout the payments function cannot wait for', () => {
+  it('rejects a processor timeout the payments and orders functions cannot wait for', () => {
     const violations = timingViolations(prodWith({ timeouts: { processorMilliseconds: 12_000 } }), serviceFunctions);
-    expect(violations).toEqual(["processor timeout (12s) must be shorter than PaymentsCreate's timeout (12s)"]);
+    expect(violations).toEqual([
+      "processor timeout (12s) must be shorter than PaymentsCreate's timeout (12s)",
+      "processor timeout (12s) must be shorter than OrdersCreate's timeout (12s)",
+    ]);
   });
 
   it('takes a TTL as short as the lease: no unfinished recoverable operation expires, whatever the backlog', () => {
@@ -183,6 +189,9 @@ describe('functionTimeoutSeconds', () => {
     expect(timeouts).toEqual({
       PaymentsCreate: 12,
       PaymentsGet: 12,
+      OrdersCreate: 12,
+      OrdersGet: 12,
+      InventoryGet: 12,
       Authorizer: 5,
       WebhookReceiver: 12,
       SettlementConsumer: 30,

@@ -9,6 +9,9 @@ const TEMPLATE: StackSettings = {
   timeoutsMs: {
     PaymentsCreate: 12_000,
     PaymentsGet: 12_000,
+    OrdersCreate: 12_000,
+    OrdersGet: 12_000,
+    InventoryGet: 12_000,
     Authorizer: 5_000,
     WebhookReceiver: 12_000,
     SettlementConsumer: 30_000,
@@ -44,6 +47,9 @@ describe('stackSettings', () => {
       timeoutsMs: {
         PaymentsCreate: 3_000,
         PaymentsGet: 3_000,
+        OrdersCreate: 3_000,
+        OrdersGet: 3_000,
+        InventoryGet: 3_000,
         Authorizer: 3_000,
         WebhookReceiver: 3_000,
         SettlementConsumer: 3_000,

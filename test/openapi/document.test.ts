@@ -12,6 +12,7 @@ import { type $ZodType, safeParse } from 'zod/v4/core';
 import { STAGE_NAME } from '../../lib/infra/api';
 import { openApiDocument } from '../../lib/openapi/document';
 import { IDEMPOTENCY_KEY_PATTERN } from '../../lib/openapi/idempotency-key';
+import { OrderRequest } from '../../lib/orders/schema';
 import { PaymentProblemType, PROBLEM_TYPE_BASE } from '../../lib/payments/problems';
 import { PaymentRequest } from '../../lib/payments/schema';
 import { ChargeSucceededEvent } from '../../lib/settlement/event';
@@ -91,6 +92,7 @@ describe('the OpenAPI document', () => {
  */
 const ENFORCED: Record<string, (body: unknown) => string[]> = {
   createPayment: (body) => schemaProblems(PaymentRequest, body),
+  createOrder: (body) => schemaProblems(OrderRequest, body),
   // The event's schema, then its id as the idempotency key (httpIdempotency parses it after validation).
   receiveProcessorWebhook: (body) => {
     const parsed = ChargeSucceededEvent.safeParse(body);

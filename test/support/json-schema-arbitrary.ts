@@ -18,6 +18,9 @@ const KNOWN = new Set([
   'exclusiveMinimum',
   'exclusiveMaximum',
   'description',
+  'items',
+  'minItems',
+  'maxItems',
 ]);
 
 /**
@@ -63,6 +66,8 @@ function ofType(type: string, schema: Schema, path: string): fc.Arbitrary<unknow
       return strings(schema);
     case 'object':
       return objects(schema, path);
+    case 'array':
+      return arrays(schema, path);
     default:
       throw new Error(`${path}: no generator for the type "${type}"; add one`);
   }
@@ -110,6 +115,14 @@ function strings(schema: Schema): fc.Arbitrary<string> {
       fc.string({ unit: anyChar, minLength, maxLength: longest, size: 'max' }),
     )
     .filter(fits);
+}
+
+function arrays(schema: Schema, path: string): fc.Arbitrary<unknown[]> {
+  if (typeof schema.items !== 'object' || schema.items === null) throw new Error(`${path}: an array needs its items`);
+  const minLength = typeof schema.minItems === 'number' ? schema.minItems : 0;
+  // Without a bound, lengths past any a handler might enforce without saying so.
+  const maxLength = typeof schema.maxItems === 'number' ? schema.maxItems : minLength + 50;
+  return fc.array(documentedValues(schema.items as Schema, `${path}/items`), { minLength, maxLength });
 }
 
 function objects(schema: Schema, path: string): fc.Arbitrary<Record<string, unknown>> {

@@ -123,8 +123,8 @@ describe('PaymentProblemType', () => {
     for (const [name, uri] of Object.entries(PaymentProblemType)) {
       expect(uri).toBe(problemType(ServerProblemType[name as keyof typeof ServerProblemType], PROBLEM_TYPE_BASE));
     }
-    // The processor's own, which no client of the payments API is answered.
+    // The orders API's and the processor's own, which no client of the payments API is answered.
     const others = Object.keys(ServerProblemType).filter((name) => !(name in PaymentProblemType));
-    expect(others).toEqual(['invalidSignature']);
+    expect(others).toEqual(['insufficientStock', 'warehouseUnavailable', 'mailerUnavailable', 'invalidSignature']);
   });
 });
