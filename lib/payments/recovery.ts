@@ -134,10 +134,40 @@ export function chargeLookup<TEffect>(
   };
 }
 
-/** One completer run: every payment operation due for recovery, completed from its charge or abandoned. */
+/** The operation `POST /payments` claims its keys under (the HTTP adapter's method and route). */
+export const PAYMENT_OPERATION = 'POST /payments';
+
+/** The operation a stored key is scoped to (`account|operation|key`, each of the first two URI-encoded). */
+export function operationOf(storedKey: string): string {
+  const [, operation = ''] = storedKey.split('|', 2);
+  return decodeURIComponent(operation);
+}
+
+/**
+ * One resolver per operation, for a completer that finds every recoverable operation on the store's one recovery
+ * index: each goes to the resolver of its own operation. An operation nobody here knows is left due (retried, with
+ * its name in the reason), never abandoned by a resolver that would look in the wrong place: the payments lookup
+ * finds no charge under an order's key, as its charge is made under the order's step key.
+ */
+export function resolverByOperation<TEffect>(
+  resolvers: Readonly<Record<string, RecoveryResolver<TEffect>>>,
+): RecoveryResolver<TEffect> {
+  return async function resolveByOperation(lease): Promise<RecoveryVerdict<TEffect>> {
+    const operation = operationOf(lease.key);
+    const resolve = resolvers[operation];
+    if (!resolve) return { kind: 'retry', reason: `no recovery for operation ${JSON.stringify(operation)}` };
+    return resolve(lease);
+  };
+}
+
+/**
+ * One completer run: every payment operation due for recovery, completed from its charge or abandoned; operations
+ * of other kinds through their own resolvers (`others`, by operation).
+ */
 export function recoverPayments<TEffect>(
   deps: PaymentRecoveryDeps<TEffect> & { readonly processor: ProcessorClient },
   options: RecoverDueOptions = {},
+  others: Readonly<Record<string, RecoveryResolver<TEffect>>> = {},
 ): Promise<RecoveryReport> {
-  return recoverDue(deps.store, chargeLookup(deps), options);
+  return recoverDue(deps.store, resolverByOperation({ ...others, [PAYMENT_OPERATION]: chargeLookup(deps) }), options);
 }

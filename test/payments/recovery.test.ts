@@ -224,6 +224,33 @@ describe('recoverPayments (one completer run)', () => {
     expect((await store.get(declined.lease.key))?.status).toBe('ABANDONED');
     expect((await store.claim(charged.lease.key, 'fp')).kind).toBe('replay');
   });
+  it('leaves an operation of another kind due instead of abandoning it, and hands it to its own resolver', async () => {
+    const clock = new FakeClock(Date.now());
+    const { store, payments } = deps(clock);
+    const order = await store.claim(
+      scopedKey({ accountId: ACCOUNT, operation: 'POST /orders', key: randomUUID() }),
+      'fp',
+      { recoverable: true },
+    );
+    if (order.kind !== 'acquired') throw new Error('expected to acquire');
+    clock.advance(LEASE_MS);
+    await recoverPayments({ store, payments, processor }, { limit: 1000 });
+    expect((await store.get(order.lease.key))?.status).not.toBe('ABANDONED');
+
+    clock.advance(LEASE_MS * 2);
+    const asked: string[] = [];
+    await recoverPayments(
+      { store, payments, processor },
+      { limit: 1000 },
+      {
+        'POST /orders': async (lease) => {
+          asked.push(lease.key);
+          return { kind: 'retry', reason: 'not yet' };
+        },
+      },
+    );
+    expect(asked).toContain(order.lease.key);
+  });
 });
 
 /** The late owner's payment row, as the handler would stage it. */

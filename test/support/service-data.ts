@@ -3,6 +3,9 @@ import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
 import type { IdempotencyStore } from 'keystone-idempotency/engine';
 import { PostgresStore } from 'keystone-idempotency/postgres';
 import { Pool } from 'pg';
+import { DynamoDbOrders } from '../../lib/orders/dynamodb';
+import { PostgresOrders } from '../../lib/orders/postgres';
+import type { OrdersRepository } from '../../lib/orders/repository';
 import type { StoreKind } from '../../lib/payments/config';
 import type { Payment } from '../../lib/payments/schema';
 import { localDocumentClient } from './dynamodb';
@@ -16,6 +19,12 @@ export interface ServiceInspector {
   readonly store: IdempotencyStore<unknown>;
   /** Every payment row of an account, read from the database itself, with the downstream key it was made under. */
   payments(accountId: string): Promise<(Payment & { readonly downstream_key: string })[]>;
+  /** The ids of every order row of an account, read from the database itself. */
+  orderIds(accountId: string): Promise<string[]>;
+  /** The reservations held or released for an order (0 or 1 rows: the witness for "reserved once"). */
+  reservations(orderId: string): Promise<{ readonly state: string; readonly items: unknown }[]>;
+  /** The service's own orders repository over the stack's data (its reads: orders and stock). */
+  readonly orders: OrdersRepository<unknown>;
   close(): Promise<void>;
 }
 
@@ -39,6 +48,20 @@ export function inspectService(location: StoreLocation): ServiceInspector {
           settled_at: (row.settled_at as Date | null)?.toISOString() ?? null,
         }));
       },
+      async orderIds(accountId) {
+        const { rows } = await pool.query(`SELECT id FROM "${location.schema}".orders WHERE account_id = $1`, [
+          accountId,
+        ]);
+        return rows.map((row) => row.id as string);
+      },
+      async reservations(orderId) {
+        const { rows } = await pool.query(
+          `SELECT state, items FROM "${location.schema}".reservations WHERE order_id = $1`,
+          [orderId],
+        );
+        return rows as { state: string; items: unknown }[];
+      },
+      orders: new PostgresOrders(pool, { schema: location.schema }) as OrdersRepository<unknown>,
       close: () => pool.end(),
     };
   }
@@ -63,6 +86,36 @@ export function inspectService(location: StoreLocation): ServiceInspector {
       } while (start);
       return rows;
     },
+    async orderIds(accountId) {
+      const ids: string[] = [];
+      let start: Record<string, unknown> | undefined;
+      do {
+        const page = await doc.send(
+          new QueryCommand({
+            TableName: location.paymentsTable,
+            KeyConditionExpression: 'pk = :pk AND begins_with(sk, :order)',
+            ExpressionAttributeValues: { ':pk': `ACCOUNT#${accountId}`, ':order': 'ORDER#' },
+            ConsistentRead: true,
+            ...(start ? { ExclusiveStartKey: start } : {}),
+          }),
+        );
+        ids.push(...(page.Items ?? []).map((item) => item.id as string));
+        start = page.LastEvaluatedKey;
+      } while (start);
+      return ids;
+    },
+    async reservations(orderId) {
+      const { Items } = await doc.send(
+        new QueryCommand({
+          TableName: location.paymentsTable,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': `ORDER#${orderId}` },
+          ConsistentRead: true,
+        }),
+      );
+      return (Items ?? []) as { state: string; items: unknown }[];
+    },
+    orders: new DynamoDbOrders(doc, location.paymentsTable) as OrdersRepository<unknown>,
     close: async () => doc.destroy(),
   };
 }
