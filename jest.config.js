@@ -35,6 +35,7 @@ const base = {
  */
 const ON_BOTH_STORES = [
   '**/test/e2e/payments.test.ts',
+  '**/test/e2e/orders.test.ts',
   '**/test/e2e/front-doors.test.ts',
   '**/test/e2e/recovery.test.ts',
   '**/test/e2e/recovery-backlog.test.ts',

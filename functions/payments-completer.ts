@@ -1,8 +1,10 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import type { RecoveryReport } from 'keystone-idempotency/engine';
+import { type RecoveryReport, systemClock } from 'keystone-idempotency/engine';
 import { MetricService, RecoveryBacklogMetric, RecoveryMetric } from '../lib/metrics/definitions';
+import { orderMailerClient, warehouseClient } from '../lib/orders/config';
+import { ORDER_OPERATION, orderRecovery } from '../lib/orders/recovery';
 import { processorClient, serviceData } from '../lib/payments/config';
 import { recoverPayments } from '../lib/payments/recovery';
 import { withInvocationDeadline } from '../lib/runtime/deadline';
@@ -24,7 +26,16 @@ import { COMPLETER_CONCURRENCY, COMPLETER_PAGE_SIZE, COMPLETER_STOP_MARGIN_MS } 
 const logger = new Logger({ serviceName: 'payments-completer' });
 const metrics = serviceMetrics(MetricService.recovery);
 const data = serviceData();
-const deps = { store: data.store, payments: data.payments, processor: processorClient() };
+const processor = processorClient();
+const deps = { store: data.store, payments: data.payments, processor };
+// Orders whose client never came back are driven forward from their last recovery point, step by step.
+const orders = orderRecovery({
+  orders: data.orders,
+  processor,
+  warehouse: warehouseClient(),
+  mailer: orderMailerClient(),
+  clock: systemClock,
+});
 /**
  * Stop taking operations once one more might not finish its processor lookup. A run cut short is harmless (the
  * operation it held stays due, and comes back once recovery's own lease runs out), so the margin is only a courtesy.
@@ -33,12 +44,16 @@ const marginMs = numberEnv('PROCESSOR_TIMEOUT_MS', 8000) + COMPLETER_STOP_MARGIN
 
 async function completeAbandonedPayments(_event: ScheduledEvent, context: Context): Promise<RecoveryReport> {
   const startedAt = Date.now();
-  const report = await recoverPayments(deps, {
-    limit: COMPLETER_PAGE_SIZE,
-    concurrency: COMPLETER_CONCURRENCY,
-    shouldStop: () => context.getRemainingTimeInMillis() < marginMs,
-    logger,
-  });
+  const report = await recoverPayments(
+    deps,
+    {
+      limit: COMPLETER_PAGE_SIZE,
+      concurrency: COMPLETER_CONCURRENCY,
+      shouldStop: () => context.getRemainingTimeInMillis() < marginMs,
+      logger,
+    },
+    { [ORDER_OPERATION]: orders },
+  );
   if (report.completed > 0) metrics.addMetric(RecoveryMetric.completedWithoutClient, 'Count', report.completed);
   if (report.abandoned > 0) metrics.addMetric(RecoveryMetric.abandoned, 'Count', report.abandoned);
   // From when it was first due, not from `recoverAt`: a retry moves that, and a charge retried forever would look new.

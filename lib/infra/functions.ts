@@ -286,22 +286,27 @@ export const serviceFunctions: readonly FunctionSpec[] = [
   {
     id: 'PaymentsCompleter',
     entry: 'functions/payments-completer.ts',
-    description: 'Every few minutes: finishes payments whose client never came back, from the processor, or abandons',
+    description: 'Every few minutes: finishes payments and orders whose client never came back, or abandons them',
     memoryMb: 512,
     trigger: { kind: 'schedule' },
     tables: [
       // Reads and takes over due operations (fenced updates), commits or abandons them; finds them by the sparse
       // recovery index only, never by scanning.
       { table: idempotencyTable, engine: 'recovery' },
-      { table: paymentsTable, actions: ['GetItem', 'PutItem', 'ConditionCheckItem'] },
+      // UpdateItem: an order driven forward checkpoints its steps onto its row, and a declined one gives its stock back.
+      { table: paymentsTable, actions: ['GetItem', 'PutItem', 'UpdateItem', 'ConditionCheckItem'] },
     ],
     sql: [
       // No INSERT: recovery takes over existing records only. DELETE for the batch purge of expired records, which
       // DynamoDB's TTL does by itself: this is the only function that may delete anything.
       { table: 'idempotency_keys', privileges: ['SELECT', 'UPDATE', 'DELETE'] },
       { table: 'payments', privileges: ['SELECT', 'INSERT'] },
+      // Orders driven forward: steps checkpointed onto the row, a declined order's stock given back.
+      { table: 'orders', privileges: ['UPDATE'] },
+      { table: 'reservations', privileges: ['UPDATE'] },
+      { table: 'inventory', privileges: ['SELECT', 'UPDATE'] },
     ],
-    calls: ['processor'],
+    calls: ['processor', 'warehouse', 'mailer'],
     metrics: { service: MetricService.recovery, names: Object.values(RecoveryMetric) },
   },
 ];

@@ -46,7 +46,7 @@ const DYNAMODB_ACCESS: Record<string, Partial<Record<'Idempotency' | 'RecoveryIn
   PaymentsCompleter: {
     Idempotency: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
     RecoveryIndex: ['dynamodb:Query'],
-    Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem'],
+    Payments: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
   },
 };
 const FUNCTION_IDS = Object.keys(DYNAMODB_ACCESS);
@@ -292,7 +292,7 @@ describe('PaymentsStack', () => {
         Authorizer: [],
         WebhookReceiver: ['PROCESSOR_WEBHOOK_SECRET_ARN', 'SETTLEMENT_QUEUE_URL'],
         SettlementConsumer: ['MAILER_URL', 'SETTLEMENT_DLQ_URL', 'SETTLEMENT_QUEUE_URL'],
-        PaymentsCompleter: ['PROCESSOR_TIMEOUT_MS', 'PROCESSOR_URL'],
+        PaymentsCompleter: ['MAILER_URL', 'PROCESSOR_TIMEOUT_MS', 'PROCESSOR_URL', 'WAREHOUSE_URL'],
       };
       each((stack, template) => {
         for (const id of FUNCTION_IDS) {

@@ -36,7 +36,13 @@ const SQL_ACCESS: Record<string, { user: string; grants: Record<string, string[]
   },
   PaymentsCompleter: {
     user: 'keystone_payments_completer',
-    grants: { idempotency_keys: ['SELECT', 'UPDATE', 'DELETE'], payments: ['SELECT', 'INSERT'] },
+    grants: {
+      idempotency_keys: ['SELECT', 'UPDATE', 'DELETE'],
+      payments: ['SELECT', 'INSERT'],
+      orders: ['UPDATE'],
+      reservations: ['UPDATE'],
+      inventory: ['SELECT', 'UPDATE'],
+    },
   },
 };
 const FUNCTION_IDS = Object.keys(SQL_ACCESS);
