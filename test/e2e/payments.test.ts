@@ -307,21 +307,24 @@ describe('a key reused after its expiry', () => {
     name: 'e2e-expiry',
     apiKeys: API_KEYS,
     settings: {
-      // The shortest clocks the rules accept: functions + the 1 s lease margin <= lease.
-      IDEMPOTENCY_LEASE_SECONDS: '2',
-      IDEMPOTENCY_TTL_SECONDS: '5',
-      API_FUNCTION_TIMEOUT_MS: '900',
-      CONSUMER_FUNCTION_TIMEOUT_MS: '900',
-      PROCESSOR_TIMEOUT_MS: '600',
+      // Short clocks the rules accept (functions + the 1 s lease margin <= lease), with room for a loaded machine: a
+      // first request timed out at 900 ms stored nothing, and its "replay" was a fresh payment.
+      IDEMPOTENCY_LEASE_SECONDS: '4',
+      IDEMPOTENCY_TTL_SECONDS: '6',
+      API_FUNCTION_TIMEOUT_MS: '2900',
+      CONSUMER_FUNCTION_TIMEOUT_MS: '2900',
+      PROCESSOR_TIMEOUT_MS: '2000',
       COMPLETER_INTERVAL_SECONDS: '0.5',
     },
   });
 
   it('is a new payment with a new charge', async () => {
     const key = randomUUID();
-    const first = (await (await pay({ key, url: expiring.url })).json()) as { id: string; charge_id: string };
+    const created = await pay({ key, url: expiring.url });
+    expect(created.status).toBe(201);
+    const first = (await created.json()) as { id: string; charge_id: string };
     expect((await pay({ key, url: expiring.url })).headers.get('idempotent-replayed')).toBe('true');
-    await new Promise((resolve) => setTimeout(resolve, 6100)); // a full TTL after the commit, rounded up
+    await new Promise((resolve) => setTimeout(resolve, 7100)); // a full TTL after the commit, rounded up
     const later = await pay({ key, url: expiring.url });
     expect(later.status).toBe(201);
     expect(later.headers.get('idempotent-replayed')).toBeNull();
