@@ -4,6 +4,7 @@ import type { ExpiryResult } from './expiry';
 import type { HttpResult } from './http';
 import type { ItemSizes } from './item-sizes';
 import type { Machine } from './machine';
+import type { OrdersResult } from './orders';
 import { isDuplicatePath, PATH_LABELS } from './paths';
 import { ASSUMPTIONS } from './projection';
 import { REDIS_VARIANTS, type RedisResult } from './redis';
@@ -33,6 +34,8 @@ export interface BenchReport {
   /** Cost as the table grows (BENCH_SKIP=scale) and expiry against an insert rate (BENCH_SKIP=expiry). */
   readonly scale?: ScaleResult;
   readonly expiry?: ExpiryResult;
+  /** A 4-step order, as recovery points and as one handler; absent from earlier runs and when skipped. */
+  readonly orders?: OrdersResult;
   readonly coldStart: ColdStartResult | undefined;
   readonly assumptions: typeof ASSUMPTIONS;
   readonly targets: readonly TargetCheck[];
@@ -224,6 +227,26 @@ export function renderReport(report: BenchReport): string {
           ],
         ],
       ),
+      '',
+    );
+  }
+
+  if (report.orders) {
+    const { calls, rows, everyOrderOnce } = report.orders;
+    const label = { steps: 'recovery points (4 steps)', 'one-handler': 'one handler, one commit' } as const;
+    out.push(
+      heading(`A 4-step order (reserve, charge, ship, notify) in process, ${calls} orders per variant and path`),
+      table(
+        ['variant', 'path', 'DynamoDB requests', 'p50', 'p99'],
+        rows.map((row) => [
+          label[row.variant],
+          row.path,
+          String(row.requests),
+          ms(row.latencyMs.p50),
+          ms(row.latencyMs.p99),
+        ]),
+      ),
+      everyOrderOnce ? '' : 'NOT every order was confirmed once: see the correctness checks.',
       '',
     );
   }

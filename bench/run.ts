@@ -14,7 +14,8 @@
  *   7. Redis: the Redis store beside Powertools' cache persistence layer on one redis-server it starts (per call,
  *      and a 100-key storm);
  *   8. cold start: bundle size and import time of the payments function (on either store), next to a Powertools
- *      equivalent.
+ *      equivalent;
+ *   9. a 4-step order (recovery points), first request and replay, beside the same order as one handler.
  * Prints a report, writes it to bench/results/latest.json (and a chart, latest.html), exits 1 only when a correctness
  * assertion fails.
  *
@@ -22,7 +23,8 @@
  *   BENCH_STORM_ROUNDS=3     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
  *   BENCH_HTTP_REQUESTS=1000 per API for first requests/replays  BENCH_HTTP_STORMS=10 50-way double taps per API
  *   BENCH_SETTLEMENT_BURST=50 payments settled at once           BENCH_SETTLEMENT_EARLY=5 early events, in turn
- *   BENCH_SKIP=http,settlement,postgres,redis,cold  leave parts out (also: storm, rtt, scale, expiry)
+ *   BENCH_ORDER_CALLS=200    orders per variant and path
+ *   BENCH_SKIP=http,settlement,postgres,redis,cold,orders  leave parts out (also: storm, rtt, scale, expiry)
  *   BENCH_OUT=bench/results/latest.json
  *   BENCH_PATHS=replay_cached  measure only these paths (default: every path)
  */
@@ -38,6 +40,7 @@ import { type HttpResult, measureHttp } from './http';
 import { sampleItemSizes } from './item-sizes';
 import { describeMachine } from './machine';
 import { interleave, medianRatioInterval, now } from './measure';
+import { measureOrders, type OrdersResult } from './orders';
 import { measurePath, PATH_NAMES, type PathResult } from './paths';
 import { ASSUMPTIONS, callCost } from './projection';
 import { measureRedis, type RedisResult, redisCorrectness } from './redis';
@@ -66,6 +69,7 @@ const settings = {
   settlementBurst: positive('BENCH_SETTLEMENT_BURST', 50),
   settlementEarlyEvents: positive('BENCH_SETTLEMENT_EARLY', 5),
   coldRuns: positive('BENCH_COLD_RUNS', 10),
+  orderCalls: positive('BENCH_ORDER_CALLS', 200),
   networkCalls: positive('BENCH_NETWORK_CALLS', 200),
   scaleCalls: positive('BENCH_SCALE_CALLS', 300),
   scaleDynamoDbSeconds: positive('BENCH_SCALE_DYNAMODB_SECONDS', 60),
@@ -96,7 +100,11 @@ async function main(): Promise<number> {
   let stores: StoresResult | undefined;
   let scale: ScaleResult | undefined;
   let expiry: ExpiryResult | undefined;
-  let report: Omit<BenchReport, 'coldStart' | 'settlement' | 'stores' | 'targets' | 'correctness' | 'durationSeconds'>;
+  let orders: OrdersResult | undefined;
+  let report: Omit<
+    BenchReport,
+    'coldStart' | 'settlement' | 'stores' | 'orders' | 'targets' | 'correctness' | 'durationSeconds'
+  >;
   try {
     progress('calibrating DynamoDB Local');
     const calibration = await calibrate(db.endpoint, settings.calibrationOperations);
@@ -185,6 +193,10 @@ async function main(): Promise<number> {
         earlyEvents: settings.settlementEarlyEvents,
       });
     }
+    if (!settings.skip.includes('orders')) {
+      progress('a 4-step order: recovery points beside one handler');
+      orders = await measureOrders({ dynamoDbEndpoint: db.endpoint, calls: settings.orderCalls });
+    }
   } finally {
     await stopDb();
   }
@@ -204,6 +216,7 @@ async function main(): Promise<number> {
     settlement,
     stores,
     redis,
+    orders,
     ...(scale ? { scale } : {}),
     ...(expiry ? { expiry } : {}),
     coldStart,
@@ -212,6 +225,15 @@ async function main(): Promise<number> {
     correctness: [
       ...checkCorrectness(report.paths, report.storms, http, settlement, stores, { scale, expiry }),
       ...(redis ? redisCorrectness(redis) : []),
+      ...(orders
+        ? [
+            {
+              check: 'a 4-step order: every first request confirmed, with one charge, shipment and email per order',
+              passed: orders.everyOrderOnce,
+              detail: `${orders.calls} orders per variant, shipments counted by reference in the sandbox`,
+            },
+          ]
+        : []),
     ],
   };
   console.log(`\n${renderReport(full)}`);

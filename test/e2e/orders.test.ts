@@ -226,7 +226,8 @@ describe.each(FRONT_DOORS)('POST /orders through %s', (_door, urlOf) => {
   });
 });
 
-describe('POST /orders under faults', () => {
+describe.each(FRONT_DOORS)('POST /orders under faults, through %s', (_door, urlOf) => {
+  const at = () => ({ url: urlOf(e2e) });
   beforeAll(() => {
     e2e = crashes;
   });
@@ -237,22 +238,22 @@ describe('POST /orders under faults', () => {
   it("books one shipment when the warehouse's reply is lost: the retry finds the booking by the order's id", async () => {
     const key = randomUUID();
     await fault({ mode: 'drop_after_charge', target: 'shipments' });
-    const first = await order(key);
+    const first = await order(key, at());
     expect(first.status).toBe(502);
     expect(await first.json()).toMatchObject({ type: expect.stringMatching(/warehouse-unavailable$/) });
     const [charge] = chargesForKey(key);
     expect(e2e.sandbox.shipments().filter((s) => s.reference === charge?.metadata.order_id)).toHaveLength(1);
-    await expectOrderedOnce(key, await orderUntilAnswered(key));
+    await expectOrderedOnce(key, await orderUntilAnswered(key, at()), at());
   });
 
   it('sends one confirmation when the mailer is down for a while: retries resume at the last step', async () => {
     const key = randomUUID();
     await fault({ mode: 'outage', ms: 3000, target: 'emails' });
-    const first = await order(key);
+    const first = await order(key, at());
     expect(first.status).toBe(503);
     expect(await first.json()).toMatchObject({ type: expect.stringMatching(/mailer-unavailable$/) });
     // The charge and the booking are done once, whatever the number of retries during the outage.
-    await expectOrderedOnce(key, await orderUntilAnswered(key));
+    await expectOrderedOnce(key, await orderUntilAnswered(key, at()), at());
   });
 
   it.each([
@@ -262,7 +263,7 @@ describe('POST /orders under faults', () => {
     const key = randomUUID();
     // The outside system does its work, then holds its answer: the function is killed while it waits.
     await fault({ mode: 'delay_after_charge', ms: 2000, target });
-    const doomed = order(key).catch((error: unknown) => error);
+    const doomed = order(key, at()).catch((error: unknown) => error);
     await eventually(faultsPending, (pending) => pending === 0);
     await eventually(
       () => chargesForKey(key),
@@ -278,14 +279,14 @@ describe('POST /orders under faults', () => {
     await e2e.crash();
     expect(String(await doomed)).toMatch(/fetch failed/);
     await e2e.restart();
-    await expectOrderedOnce(key, await orderUntilAnswered(key));
+    await expectOrderedOnce(key, await orderUntilAnswered(key, at()), at());
   });
 
   it('completes an order whose client never comes back, every step once, and a late retry replays it', async () => {
     const key = randomUUID();
     // The booking's answer is lost and the client gives up: only the completer can finish the order.
     await fault({ mode: 'drop_after_charge', target: 'shipments' });
-    expect((await order(key)).status).toBe(502);
+    expect((await order(key, at())).status).toBe(502);
     const orderId = chargesForKey(key)[0]!.metadata.order_id!;
     const confirmed = await eventually(
       async () => (await (await getOrder(orderId)).json()) as OrderWithSteps,
@@ -293,9 +294,9 @@ describe('POST /orders under faults', () => {
       LEASE_MS * 6,
     );
     expect(confirmed.steps.every((step) => step.state === 'completed')).toBe(true);
-    const late = await order(key);
+    const late = await order(key, at());
     expect(late.headers.get('idempotent-replayed')).toBe('true');
-    await expectOrderedOnce(key, late);
+    await expectOrderedOnce(key, late, at());
   });
 });
 
