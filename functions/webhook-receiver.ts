@@ -21,6 +21,7 @@ import { secretFromEnv } from '../lib/runtime/secrets';
 import { tracing } from '../lib/runtime/tracing';
 import { settlementQueueUrl, sqsClient } from '../lib/settlement/config';
 import { ChargeSucceededEvent, type WebhookAcknowledgement } from '../lib/settlement/event';
+import { acknowledgeOrderCharges } from '../lib/settlement/order-charges';
 import { verifyWebhookSignature } from '../lib/webhooks/verify-middleware';
 
 /**
@@ -58,6 +59,8 @@ export const handler = withInvocationDeadline(
     .use(publishMetrics(metrics))
     .use(problemErrorHandler({ logger, problemTypeBase: PROBLEM_TYPE_BASE }))
     .use(verifyWebhookSignature({ secret, clock: systemClock }))
+    // An order's charge is the order's: acknowledged, never queued for settlement.
+    .use(acknowledgeOrderCharges())
     .use(validateJsonBody(ChargeSucceededEvent))
     .use(
       httpIdempotency({
