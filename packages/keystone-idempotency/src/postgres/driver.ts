@@ -11,9 +11,9 @@ import type { PostgresEffect } from './effect.js';
 import { FENCE_SQLSTATE, type TableNames, type TableOptions, tableNames } from './schema.js';
 import * as sql from './statements.js';
 
-/** The one-shot's claim follows its bounds; its lock timeout is reset after it, and its effects follow. */
+/** The one-shot's claim follows its bounds (it bounds its own lock wait), and its effects follow it. */
 const ONE_SHOT_CLAIM_STEP = 1;
-const ONE_SHOT_EFFECTS_FROM = 3;
+const ONE_SHOT_EFFECTS_FROM = 2;
 /** A commit's fenced completion follows its bounds, and its effects follow the completion. */
 const COMMIT_COMPLETION_STEP = 1;
 const COMMIT_EFFECTS_FROM = 2;
@@ -190,11 +190,10 @@ export class PostgresDriver implements IdempotencyDriver<PostgresEffect> {
     now,
   }: Parameters<IdempotencyDriver<PostgresEffect>['commitOneShot']>[0]): Promise<WriteOutcome> {
     const outcome = await this.db.transaction([
-      // The wait on a concurrent duplicate's transaction is bounded by the lock timeout; the effects' own waits by
-      // the call's time left.
-      this.bounds(this.lockTimeoutMs),
-      sql.commitOneShot(this.names, record, previous, now),
-      { text: 'SET LOCAL lock_timeout TO DEFAULT' },
+      this.bounds(),
+      // Its wait on a concurrent duplicate's transaction is bounded by the lock timeout, set and put back inside it;
+      // the effects' own waits by the call's time left.
+      sql.commitOneShot(this.names, record, previous, now, this.lockTimeoutMs),
       ...effects.map((effect, i) => this.effectStep(effect, i)),
     ]);
     if (outcome.committed) return { kind: 'written' };

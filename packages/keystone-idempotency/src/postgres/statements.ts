@@ -281,14 +281,20 @@ SELECT EXISTS (SELECT FROM ended)
  * The one-shot commit of work local to this database: the record written completed, in the transaction of its
  * effects. Over no record or one past its expiry (`previous` undefined), or over exactly the record seen (a takeover
  * of a released, abandoned or run-out one). A concurrent one-shot for the same key waits on the primary key until
- * this transaction ends; when nothing matched, the fence raises with the record met, and the effects behind this
- * statement never run.
+ * this transaction ends, for at most `lockTimeoutMs`; when nothing matched, the fence raises with the record met, and
+ * the effects behind this statement never run.
+ *
+ * The lock timeout is set for the write alone, inside the statement, and put back as the session had it once the
+ * fence has passed: the effects' own waits are not the claim's. A `SET LOCAL` after it would be one more statement
+ * in every one-shot, and on a duplicate one more error (skipped, after the fence's) for PostgreSQL to log and the
+ * client to build (bench/README.md).
  */
 export function commitOneShot(
   names: TableNames,
   record: IdempotencyRecord,
   previous: IdempotencyRecord | undefined,
   now: number,
+  lockTimeoutMs: number,
 ): Statement {
   const values = recordValues(record, now);
   if (previous === undefined) {
@@ -297,16 +303,17 @@ export function commitOneShot(
     // on a session holding it; the fence answers with the record. Nothing that commits meanwhile can make such a
     // record free: only its expiry passing does, and that is a later call's business.
     return {
-      text: `WITH written AS (
+      text: `WITH ${lockBoundUntilFenced('$18')},
+written AS (
   INSERT INTO ${names.table} AS cur (${COLUMNS})
-  SELECT * FROM (VALUES (${TYPED_PLACEHOLDERS})) AS claimed
+  SELECT claimed.* FROM (VALUES (${TYPED_PLACEHOLDERS})) AS claimed, bounded
    WHERE NOT EXISTS (SELECT FROM ${names.table} AS r
                       WHERE r.scope = $1::text AND r.key = $2::text AND NOT coalesce(r.expires_at <= $17, false))
   ON CONFLICT (scope, key) DO UPDATE SET ${OVERWRITE} WHERE cur.expires_at <= $17
   RETURNING 1
 )
-SELECT ${names.fence}((SELECT count(*) FROM written), $1, $2)`,
-      values: [...values, at(now)],
+${fencedThenLockRestored(names)}`,
+      values: [...values, at(now), String(lockTimeoutMs)],
     };
   }
   const assignments = COLUMNS.split(', ')
@@ -316,14 +323,36 @@ SELECT ${names.fence}((SELECT count(*) FROM written), $1, $2)`,
     .concat('steps = NULL', 'step_revision = NULL')
     .join(', ');
   return {
-    text: `WITH written AS (
-  UPDATE ${names.table} SET ${assignments}
-   WHERE scope = $1 AND key = $2 AND lease_token = $17 AND status = $18
+    text: `WITH ${lockBoundUntilFenced('$19')},
+written AS (
+  UPDATE ${names.table} AS cur SET ${assignments}
+    FROM bounded
+   WHERE cur.scope = $1 AND cur.key = $2 AND cur.lease_token = $17 AND cur.status = $18
   RETURNING 1
 )
-SELECT ${names.fence}((SELECT count(*) FROM written), $1, $2)`,
-    values: [...values, previous.leaseToken, previous.status],
+${fencedThenLockRestored(names)}`,
+    values: [...values, previous.leaseToken, previous.status, String(lockTimeoutMs)],
   };
+}
+
+/**
+ * {@link lockBound} for a statement inside a longer transaction: the lock timeout the session had is kept beside it
+ * (read before it is set: `prior` is its own subquery), for {@link fencedThenLockRestored} to put back.
+ */
+function lockBoundUntilFenced(timeoutParam: string): string {
+  return `bounded AS MATERIALIZED (
+  SELECT prior.lock_timeout AS lock_timeout_before, set_config('lock_timeout', ${timeoutParam}, true) AS lock_timeout
+    FROM (SELECT current_setting('lock_timeout') AS lock_timeout OFFSET 0) AS prior
+)`;
+}
+
+/**
+ * The fence over what `written` matched, and only once it has passed (`fenced` is a subquery the planner keeps:
+ * `OFFSET 0`), the session's own lock timeout back for the rest of the transaction.
+ */
+function fencedThenLockRestored(names: TableNames): string {
+  return `SELECT set_config('lock_timeout', bounded.lock_timeout_before, true) AS lock_timeout
+  FROM (SELECT ${names.fence}((SELECT count(*) FROM written), $1, $2) OFFSET 0) AS fenced, bounded`;
 }
 
 /** The record under a key as stored, even past its expiry. */

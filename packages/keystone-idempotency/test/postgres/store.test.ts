@@ -273,6 +273,37 @@ describe('an effect that is not a PostgreSQL effect', () => {
   });
 });
 
+describe("a one-shot commit's lock timeout", () => {
+  /** A one-shot whose function effect reports the lock timeout its statements run under. */
+  async function effectsLockTimeout(s: PostgresStore, key: string): Promise<string | undefined> {
+    let seen: string | undefined;
+    const outcome = await s.claimAndCommit(key, 'fp', async () => ({
+      response: created,
+      effects: [
+        async (tx) => {
+          const { rows } = await tx.query<{ lock_timeout: string }>('SHOW lock_timeout');
+          seen = rows[0]?.lock_timeout;
+        },
+      ],
+    }));
+    expect(outcome.kind).toBe('committed');
+    return seen;
+  }
+
+  // The claim's write waits on a concurrent duplicate for the store's lock timeout at most; the effects after it
+  // wait as the session would (the role's, the database's or the connection's setting), not for the claim's.
+  it('bounds the claim alone: the effects run under the lock timeout the session had, fresh key or takeover', async () => {
+    const session = pg.pool2({ pipeline: true, options: '-c lock_timeout=4321' });
+    const s = pg.store({ pool: session, lockTimeoutMs: 200 });
+    const fresh = newKey();
+    expect(await effectsLockTimeout(s, fresh)).toBe('4321ms');
+    const released = newKey();
+    expect(await s.release(await acquire(s, released))).toBe(true);
+    expect(await effectsLockTimeout(s, released)).toBe('4321ms');
+    expect((await session.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0]?.lock_timeout).toBe('4321ms');
+  });
+});
+
 describe('a one-shot commit racing another transaction on its key', () => {
   /** A one-shot whose transaction holds its key until `held` opens: its function effect waits for it. */
   function slowOneShot(s: PostgresStore, key: string, held: Promise<void>, running: () => void) {
