@@ -6,9 +6,11 @@ export type FastCheck = typeof import('fast-check');
 
 import type { ClaimOutcome, DueOperation } from '../../engine/contract.js';
 import { LeaseLostError } from '../../engine/errors.js';
+import { ClaimedOperation } from '../../engine/operation.js';
 import type { Lease } from '../../engine/record.js';
 import { RecordStatus } from '../../engine/record.js';
 import { type RecoveryResolver, recoverDue } from '../../engine/recovery.js';
+import type { StepContext, StepOptions } from '../../engine/steps.js';
 import { checkConformance, checkSafety, expectCommittedResponse } from './invariants.js';
 import {
   expectClaim,
@@ -19,9 +21,12 @@ import {
   type Operation,
   type Owner,
   type ProtocolModel,
+  STEPS,
+  type StepSpec,
+  stepEntry,
   transitions,
 } from './reference-model.js';
-import { Delivery, effectRowKey, type ProtocolSystem, responseOf } from './system.js';
+import { Delivery, effectRowKey, type ProtocolSystem, responseOf, stepRowKey } from './system.js';
 
 /**
  * The steps of the protocol model, as fast-check commands. Each one makes one real call (or a few, for the
@@ -142,7 +147,7 @@ export class ClientAttempt extends ProtocolCommand {
       if (expected.kind === 'fresh' || expected.kind === 'takeover') {
         if (outcome.kind !== 'acquired') throw new Error(`${this}: expected ${expected.kind}, got ${outcome.kind}`);
         acquire(m, op, outcome.lease, expected.kind, `${this}`);
-        m.addOwner(op, outcome.lease, 'client', NextStep.charge);
+        startOwner(m, r, op, outcome.lease, 'client', NextStep.charge);
         return;
       }
       expectEqual(outcome.kind, expected.kind, `${this}`);
@@ -170,6 +175,331 @@ function leaseIn(op: Operation, pending: Readonly<Record<string, unknown>> | und
   };
 }
 
+/**
+ * A new owner, for its next step: a multi-step operation's owner goes through {@link STEPS} first, on the engine's
+ * own handle (a `ClaimedOperation` on its lease, dated by the run's clock), then on to `next`.
+ */
+function startOwner(
+  m: ProtocolModel,
+  r: ProtocolSystem,
+  op: Operation,
+  lease: Lease,
+  role: Owner['role'],
+  next: NextStep,
+  charge?: Owner['charge'],
+): Owner {
+  const owner = m.addOwner(op, lease, role, op.multiStep ? NextStep.step : next, charge);
+  if (op.multiStep) {
+    const route = { delivery: Delivery.direct as string };
+    const { handle } = new ClaimedOperation(r.routedStore(route), lease, { clock: r.clock });
+    owner.steps = { handle, route, index: 0, known: op.record?.progress };
+  }
+  return owner;
+}
+
+/** A promise fired from outside: where a step's function stops, and what lets it go on. */
+function signal(): { readonly fired: Promise<void>; readonly fire: () => void } {
+  let fire: () => void = () => undefined;
+  const fired = new Promise<void>((resolve) => {
+    fire = resolve;
+  });
+  return { fired, fire };
+}
+
+/** A step's function threw after its outside call, before returning: the process died inside the step. */
+class CrashInsideStep extends Error {
+  constructor() {
+    super('crashed inside the step, after its outside call');
+    this.name = 'CrashInsideStep';
+  }
+}
+
+/** How a step's function goes: returns, crashes after its outside call, or stops there until a later command. */
+export const StepHow = { ok: 'ok', crash: 'crash', pause: 'pause' } as const;
+export type StepHow = (typeof StepHow)[keyof typeof StepHow];
+
+/** Who runs a step: an owner, or recovery's `continue`, under its lease. */
+interface StepRunner {
+  readonly op: number;
+  readonly lease: Lease;
+  /** Whether it holds the record in progress as the command starts (recovery's run takes it over first). */
+  readonly holder: boolean;
+}
+
+/**
+ * What `handle.step(spec.name, ...)` is given: a function that calls the step's outside system under the step's
+ * downstream key and stages the step's local write (then returns, crashes, or waits at `pause`), and, for the step
+ * whose outside system does not dedupe, a resolver that looks the outcome up by the same key and stages the write.
+ */
+function stepCall(
+  m: ProtocolModel,
+  r: ProtocolSystem,
+  who: StepRunner,
+  spec: StepSpec,
+  how: StepHow = StepHow.ok,
+  pause?: () => Promise<void>,
+): [(context: StepContext<unknown>) => Promise<string>, StepOptions<string, unknown>] {
+  const outside = r.stepOutside[spec.name]!;
+  const run = async (context: StepContext<unknown>) => {
+    const op = m.ops[who.op]!;
+    const generation = m.generationOf.get(who.lease.downstreamKey)!.generation;
+    const recorded = op.record?.generation === generation ? op.record : undefined;
+    const id = outside.call(context.downstreamKey, {
+      op: who.op,
+      generation,
+      step: spec.name,
+      at: m.step,
+      leaseToken: who.lease.leaseToken,
+      holder: who.holder,
+      alreadyDone: stepEntry(recorded?.progress, spec.name)?.state === 'done',
+    });
+    context.stage(r.stepEffectOf(who.op, who.lease, spec.name, id));
+    if (how === StepHow.crash) throw new CrashInsideStep();
+    if (pause) await pause();
+    return id;
+  };
+  if (spec.outside === 'dedupes') return [run, { outside: 'dedupes' }];
+  const resolve = async (context: StepContext<unknown>) => {
+    const id = outside.lookup(context.downstreamKey);
+    if (id === undefined) return { notFound: true } as const;
+    context.stage(r.stepEffectOf(who.op, who.lease, spec.name, id));
+    return { found: id };
+  };
+  return [run, { resolve }];
+}
+
+/** What the outside system of `step` made for this operation generation before the current command, if anything. */
+function madeBefore(m: ProtocolModel, r: ProtocolSystem, op: number, lease: Lease, step: string): string | undefined {
+  const generation = m.generationOf.get(lease.downstreamKey)!.generation;
+  return r.stepOutside[step]!.calls.find(
+    (call) => call.made && call.op === op && call.generation === generation && call.step === step && call.at < m.step,
+  )?.id;
+}
+
+/** What the step's function got from its outside system in this command, under this lease. */
+function answeredNow(m: ProtocolModel, r: ProtocolSystem, lease: Lease, step: string): string {
+  const call = r.stepOutside[step]!.calls.findLast((c) => c.leaseToken === lease.leaseToken && c.at === m.step);
+  if (!call) throw new Error(`step ${step} under ${lease.leaseToken}: its function never called out`);
+  return call.id;
+}
+
+/**
+ * A checkpoint as the protocol says it goes: it lands while the writer holds the record in progress (the writer's
+ * own earlier checkpoints are the only ones that moved the revision on); a done one commits the step's local write.
+ */
+function checkpointed(
+  m: ProtocolModel,
+  op: Operation,
+  lease: Lease,
+  step: string,
+  state: 'started' | 'done',
+  result?: string,
+): boolean {
+  const record = op.record;
+  if (!holds(record, lease.leaseToken)) return false;
+  m.setRecord(
+    op,
+    transitions.checkpointed(record!, {
+      name: step,
+      state,
+      attempt: lease.attempt,
+      ...(result !== undefined ? { result } : {}),
+    }),
+  );
+  if (state === 'done') m.rows.add(stepRowKey(op.index, lease.leaseToken, step));
+  return true;
+}
+
+/** What an owner's step does, decided from the progress the owner knows (its lease's, and its own since). */
+type StepPlan =
+  | { readonly kind: 'replayed'; readonly result: string }
+  | { readonly kind: 'found'; readonly result: string }
+  | { readonly kind: 'run'; readonly started: boolean };
+
+function planStep(m: ProtocolModel, r: ProtocolSystem, owner: Owner, spec: StepSpec): StepPlan {
+  const entry = stepEntry(owner.steps!.known, spec.name);
+  if (entry?.state === 'done') return { kind: 'replayed', result: entry.result! };
+  if (spec.outside === 'resolve' && entry?.state === 'started') {
+    const found = madeBefore(m, r, owner.op, owner.lease, spec.name);
+    return found === undefined ? { kind: 'run', started: false } : { kind: 'found', result: found };
+  }
+  return { kind: 'run', started: spec.outside === 'resolve' };
+}
+
+/** On to the owner's next step, or, past the last, to its charge (a client), its lookup or its commit (recovery). */
+function pastStep(owner: Owner): void {
+  const steps = owner.steps!;
+  steps.index += 1;
+  if (steps.index < STEPS.length) owner.next = NextStep.step;
+  else if (owner.charge) owner.next = NextStep.commit;
+  else owner.next = owner.role === 'client' ? NextStep.charge : NextStep.resolve;
+}
+
+/**
+ * Holds the settling of one checkpoint against the model: a lost reply is seen as lost (and its owner, never knowing
+ * whether it landed, gives up), a fenced one as `LeaseLostError`. True when the step goes on.
+ */
+function checkpointAnswered(
+  landed: boolean,
+  delivery: Delivery,
+  settled: Settled<unknown> | undefined,
+  owner: Owner,
+  what: string,
+): boolean {
+  if (delivery === Delivery.replyLost) {
+    expectReplyLost(settled ?? { ok: true, value: 'still running' }, what);
+  } else if (!landed) {
+    if (!settled || settled.ok || !(settled.error instanceof LeaseLostError)) {
+      throw new Error(`${what}: expected LeaseLostError (the checkpoint is fenced)`, {
+        cause: settled?.ok ? settled.value : settled?.error,
+      });
+    }
+  } else {
+    return true;
+  }
+  owner.next = NextStep.done;
+  return false;
+}
+
+function expectStepResult(settled: Settled<unknown> | undefined, result: string, what: string): void {
+  if (!settled) throw new Error(`${what}: the step is still running`);
+  expectEqual(succeeded(settled, what), result, `${what}: the step's result`);
+}
+
+/**
+ * A multi-step owner calls its next step (`handle.step`): a step done comes back from the record without running; a
+ * step found started is looked up; any other runs (the one whose outside system does not dedupe checkpoints a
+ * started mark first), makes its outside call, and then returns (checkpointed with its local write), crashes (no
+ * checkpoint), or stops there for a later {@link StepEnd}, so that its lease can end and its operation be taken over
+ * meanwhile.
+ */
+export class StepStep extends ProtocolCommand {
+  constructor(
+    readonly pick: number,
+    readonly how: StepHow,
+    readonly delivery: Delivery,
+  ) {
+    super();
+  }
+
+  check(m: Readonly<ProtocolModel>): boolean {
+    return m.ownersAt(NextStep.step).length > 0;
+  }
+
+  async perform(m: ProtocolModel, r: ProtocolSystem): Promise<() => void> {
+    const owner = ownerAt(m.ownersAt(NextStep.step), this.pick);
+    const steps = owner.steps!;
+    const spec = STEPS[steps.index]!;
+    const op = m.ops[owner.op]!;
+    const plan = planStep(m, r, owner, spec);
+    const who = { op: owner.op, lease: owner.lease, holder: holds(op.record, owner.lease.leaseToken) };
+    const atPause = signal();
+    const gate = signal();
+    const pause =
+      this.how === StepHow.pause
+        ? () => {
+            atPause.fire();
+            return gate.fired;
+          }
+        : undefined;
+    const [run, options] = stepCall(m, r, who, spec, this.how, pause);
+    steps.route.delivery = this.delivery;
+    const settling = settle(steps.handle.step(spec.name, run, options));
+    const settled = await Promise.race([settling, atPause.fired.then(() => undefined)]);
+    m.note(
+      `owner ${owner.id} ${spec.name} (${plan.kind}) -> ${!settled ? 'stopped inside the step' : settled.ok ? String(settled.value) : (settled.error as Error).message}`,
+    );
+    return () => {
+      const what = `${this} (owner ${owner.id}, ${spec.name})`;
+      if (plan.kind === 'replayed') {
+        expectStepResult(settled, plan.result, what);
+        pastStep(owner);
+        return;
+      }
+      const lease = owner.lease;
+      const write = (state: 'started' | 'done', result?: string) => {
+        const landed = checkpointed(m, op, lease, spec.name, state, result);
+        if (landed) steps.known = op.record!.progress;
+        return checkpointAnswered(landed, this.delivery, settled, owner, what);
+      };
+      if (plan.kind === 'found') {
+        if (!write('done', plan.result)) return;
+        expectStepResult(settled, plan.result, what);
+        pastStep(owner);
+        return;
+      }
+      if (plan.started && !write('started')) return;
+      // The step's function ran: its outside call was made.
+      const id = answeredNow(m, r, lease, spec.name);
+      if (this.how === StepHow.crash) {
+        if (!settled || settled.ok || !(settled.error instanceof CrashInsideStep)) {
+          throw new Error(`${what}: expected the step's crash`, { cause: settled });
+        }
+        owner.next = NextStep.done;
+        return;
+      }
+      if (this.how === StepHow.pause) {
+        if (settled) throw new Error(`${what}: expected the step to stop inside`, { cause: settled });
+        steps.paused = { resume: gate.fire, settled: settling };
+        owner.next = NextStep.stepEnd;
+        return;
+      }
+      if (!write('done', id)) return;
+      expectStepResult(settled, id, what);
+      pastStep(owner);
+    };
+  }
+
+  toString(): string {
+    return `Step(owner #${this.pick}, ${this.how}, ${this.delivery})`;
+  }
+}
+
+/**
+ * An owner stopped inside a step wakes up (perhaps long after its lease ended): the step's function returns, and the
+ * handle checkpoints it with its local write, fenced: refused when the operation was taken over meanwhile.
+ */
+export class StepEnd extends ProtocolCommand {
+  constructor(
+    readonly pick: number,
+    readonly delivery: Delivery,
+  ) {
+    super();
+  }
+
+  check(m: Readonly<ProtocolModel>): boolean {
+    return m.ownersAt(NextStep.stepEnd).length > 0;
+  }
+
+  async perform(m: ProtocolModel, r: ProtocolSystem): Promise<() => void> {
+    const owner = ownerAt(m.ownersAt(NextStep.stepEnd), this.pick);
+    const steps = owner.steps!;
+    const spec = STEPS[steps.index]!;
+    const paused = steps.paused!;
+    const id = r.stepOutside[spec.name]!.calls.findLast((c) => c.leaseToken === owner.lease.leaseToken)!.id;
+    steps.route.delivery = this.delivery;
+    paused.resume();
+    const settled = (await paused.settled) as Settled<unknown>;
+    m.note(
+      `owner ${owner.id} ends ${spec.name} -> ${settled.ok ? String(settled.value) : (settled.error as Error).message}`,
+    );
+    return () => {
+      const what = `${this} (owner ${owner.id}, ${spec.name})`;
+      steps.paused = undefined;
+      const op = m.ops[owner.op]!;
+      const landed = checkpointed(m, op, owner.lease, spec.name, 'done', id);
+      if (landed) steps.known = op.record!.progress;
+      if (!checkpointAnswered(landed, this.delivery, settled, owner, what)) return;
+      expectStepResult(settled, id, what);
+      pastStep(owner);
+    };
+  }
+
+  toString(): string {
+    return `StepEnd(owner #${this.pick}, ${this.delivery})`;
+  }
+}
+
 /** Two copies of one request at once (a double tap): exactly one may get the lease. */
 export class DoubleTap extends ProtocolCommand {
   constructor(readonly op: number) {
@@ -194,7 +524,7 @@ export class DoubleTap extends ProtocolCommand {
         const winner = outcomes.find((o) => o.kind === 'acquired')!;
         if (winner.kind !== 'acquired') return;
         acquire(m, op, winner.lease, expected.kind, `${this}`);
-        m.addOwner(op, winner.lease, 'client', NextStep.charge);
+        startOwner(m, r, op, winner.lease, 'client', NextStep.charge);
         return;
       }
       expectEqual(kinds.join(), `${expected.kind},${expected.kind}`, `${this}`);
@@ -452,8 +782,8 @@ async function resumeAs(
     }
     if (outcome.kind !== 'acquired') throw new Error(`${what}: expected takeover, got ${outcome.kind}`);
     acquire(m, op, outcome.lease, 'takeover', what);
-    if (charge) m.addOwner(op, outcome.lease, 'recoverer', NextStep.commit, charge);
-    else m.addOwner(op, outcome.lease, 'recoverer', NextStep.resolve);
+    if (charge) startOwner(m, r, op, outcome.lease, 'recoverer', NextStep.commit, charge);
+    else startOwner(m, r, op, outcome.lease, 'recoverer', NextStep.resolve);
   };
 }
 
@@ -513,9 +843,25 @@ export class CompleterRun extends ProtocolCommand {
     const resolve: RecoveryResolver<unknown> = async (lease) => {
       leases.set(lease.key, lease);
       if (!this.processorUp) return { kind: 'retry', reason: 'processor down' };
+      const op = m.ops.find((o) => o.key === lease.key)!;
+      if (op.multiStep) {
+        // From its last recovery point: the steps (done ones come back from the record), then the charge, which
+        // the processor dedupes under the operation's downstream key.
+        return {
+          kind: 'continue',
+          work: async (handle, taken) => {
+            for (const spec of STEPS)
+              await handle.step(spec.name, ...stepCall(m, r, { op: op.index, lease: taken, holder: true }, spec));
+            const before = r.processor.made.length;
+            const charge = r.processor.charge(taken.downstreamKey);
+            for (const made of r.processor.made.slice(before)) m.charges.push({ charge: made, op: op.index });
+            handle.stage(r.effectOf(op.index, taken, charge));
+            return responseOf(taken, charge);
+          },
+        };
+      }
       const charge = r.processor.lookup(lease.downstreamKey);
       if (!charge) return { kind: 'abandon' };
-      const op = m.ops.find((o) => o.key === lease.key)!;
       return { kind: 'complete', response: responseOf(lease, charge), effects: [r.effectOf(op.index, lease, charge)] };
     };
     const failures: unknown[] = [];
@@ -531,11 +877,12 @@ export class CompleterRun extends ProtocolCommand {
         skipped: 0,
         failed: 0,
         left: 0,
-        // The model's operations are one-step: nothing for the multi-step counts.
+        // No step of the model's is ever refused: nothing compensated, nothing abandoned with progress.
         compensated: 0,
         abandonedWithProgress: 0,
         steps: {},
       };
+      const steps: Record<string, number> = {};
       // What the run does not finish, as the report names it: when each was first due, not when it is due now.
       const unfinished: Required<DueOperation>[] = [];
       const asDue = (op: Operation): Required<DueOperation> => ({
@@ -554,6 +901,7 @@ export class CompleterRun extends ProtocolCommand {
         const lease = leases.get(op.key);
         if (!lease) throw new Error(`${this}: op ${op.index} was due, but recovery never asked about it`);
         acquire(m, op, lease, 'takeover', `${this} (op ${op.index})`);
+        if (this.processorUp && op.multiStep) continueSteps(m, r, op, lease, steps);
         const charge = r.processor.lookup(lease.downstreamKey);
         if (!this.processorUp) {
           m.setRecord(op, transitions.released(m.times, op.record!, m.now));
@@ -569,6 +917,7 @@ export class CompleterRun extends ProtocolCommand {
         }
       }
       // What the run leaves due: nothing, unless it skipped something (an operation it took is due a lease later).
+      expected.steps = steps;
       const [stillDue] = dueIn(m, r);
       if (stillDue) unfinished.push(asDue(stillDue));
       const [oldest] = unfinished.sort(
@@ -584,6 +933,44 @@ export class CompleterRun extends ProtocolCommand {
 
   toString(): string {
     return `Completer(${this.delivery}, processor ${this.processorUp ? 'up' : 'down'}, limit ${this.limit})`;
+  }
+}
+
+/**
+ * Recovery's `continue` of a multi-step operation, as the protocol says it goes under recovery's lease (which holds
+ * the record throughout): each step done comes back (`replayed`); one found started is looked up (`found` when its
+ * outside system made it, else `rerun`); any other runs (`ran`), the one whose outside system does not dedupe with its
+ * started mark first. Each checkpoint with its local write; the commit follows, as for any completion.
+ */
+function continueSteps(
+  m: ProtocolModel,
+  r: ProtocolSystem,
+  op: Operation,
+  lease: Lease,
+  counts: Record<string, number>,
+): void {
+  const count = (outcome: string) => {
+    counts[outcome] = (counts[outcome] ?? 0) + 1;
+  };
+  for (const spec of STEPS) {
+    const entry = stepEntry(op.record!.progress, spec.name);
+    if (entry?.state === 'done') {
+      count('replayed');
+      continue;
+    }
+    if (spec.outside === 'resolve' && entry?.state === 'started') {
+      const found = madeBefore(m, r, op.index, lease, spec.name);
+      if (found !== undefined) {
+        checkpointed(m, op, lease, spec.name, 'done', found);
+        count('found');
+        continue;
+      }
+      count('rerun');
+    } else {
+      if (spec.outside === 'resolve') checkpointed(m, op, lease, spec.name, 'started');
+      count('ran');
+    }
+    checkpointed(m, op, lease, spec.name, 'done', answeredNow(m, r, lease, spec.name));
   }
 }
 
@@ -607,6 +994,10 @@ export interface OwnerChoices {
   /** Release or abandon. */
   readonly end: Delivery;
   readonly processorUp: boolean;
+  /** How a step goes (generated only on a store with checkpoints). */
+  readonly step?: StepHow;
+  /** How a step's checkpoints are delivered. */
+  readonly checkpoint?: Delivery;
 }
 
 /**
@@ -637,6 +1028,10 @@ export class OwnerStep extends ProtocolCommand {
     );
     const index = m.ownersAt(owner.next).indexOf(owner);
     switch (owner.next) {
+      case NextStep.step:
+        return new StepStep(index, this.choices.step ?? StepHow.ok, this.choices.checkpoint ?? Delivery.direct);
+      case NextStep.stepEnd:
+        return new StepEnd(index, this.choices.checkpoint ?? Delivery.direct);
       case NextStep.charge:
         return new ChargeStep(index, this.choices.charge);
       case NextStep.resolve:
@@ -653,8 +1048,9 @@ export class OwnerStep extends ProtocolCommand {
   }
 
   toString(): string {
-    const { charge, commit, end, processorUp } = this.choices;
-    return `OwnerStep(#${this.pick}: charge ${charge}, commit ${commit}, end ${end}, processor ${processorUp ? 'up' : 'down'})`;
+    const { charge, commit, end, processorUp, step, checkpoint } = this.choices;
+    const steps = step ? `, step ${step}, checkpoint ${checkpoint}` : '';
+    return `OwnerStep(#${this.pick}: charge ${charge}, commit ${commit}, end ${end}, processor ${processorUp ? 'up' : 'down'}${steps})`;
   }
 }
 
@@ -701,6 +1097,8 @@ export interface CommandSpace {
   readonly operations: number;
   readonly leaseMs: number;
   readonly ttlMs: number;
+  /** The store has checkpoints: op 0 runs steps, and the step commands are generated. Without, none are. */
+  readonly steps?: boolean;
 }
 
 /**
@@ -731,7 +1129,24 @@ export function protocolCommands(
     { weight: 1, arbitrary: fc.integer({ min: 1, max: ttlMs + leaseMs }) },
   );
   const weighted = (weight: number, arbitrary: Arbitrary<ProtocolCommand>) => ({ weight, arbitrary });
-  const choices = fc.record({ charge: chargeResult, commit: writeDelivery, end: writeDelivery, processorUp });
+  const base = { charge: chargeResult, commit: writeDelivery, end: writeDelivery, processorUp };
+  const stepHow = fc.constantFrom<StepHow>(StepHow.ok, StepHow.ok, StepHow.pause, StepHow.crash, StepHow.pause);
+  // Without checkpoints, the very same generators as before steps existed: a recorded seed replays as it did.
+  const choices: Arbitrary<OwnerChoices> = space.steps
+    ? fc.record({ ...base, step: stepHow, checkpoint: writeDelivery })
+    : fc.record(base);
+  const stepCommands = space.steps
+    ? [
+        weighted(
+          4,
+          fc.tuple(pick, stepHow, writeDelivery).map(([p, h, d]) => new StepStep(p, h, d)),
+        ),
+        weighted(
+          3,
+          fc.tuple(pick, writeDelivery).map(([p, d]) => new StepEnd(p, d)),
+        ),
+      ]
+    : [];
   return [
     fc.oneof(
       weighted(
@@ -765,6 +1180,7 @@ export function protocolCommands(
         advance.map((ms) => new Advance(ms)),
       ),
       weighted(1, fc.constant(new TtlSweep())),
+      ...stepCommands,
     ),
   ];
 }

@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { RecordStatus, type StoredResponse } from '../../engine/record.js';
-import type { ModelRecord, ProtocolModel } from './reference-model.js';
-import type { EffectRow, ProtocolSystem, Snapshot, StoredItem } from './system.js';
+import type { StepProgress } from '../../engine/steps.js';
+import { type ModelRecord, type ProtocolModel, STEPS } from './reference-model.js';
+import { type EffectRow, type ProtocolSystem, type Snapshot, type StoredItem, stepOfRow } from './system.js';
 
 /** A promise of the protocol was broken: named, so that a failing run says which one. */
 export class InvariantViolation extends Error {
@@ -13,7 +14,7 @@ export class InvariantViolation extends Error {
 
 /**
  * The promises themselves, read from the real tables and the processor, whatever the model predicted:
- * - at most one effect row per operation generation;
+ * - at most one effect row per operation generation (and per step of it), each written once;
  * - no effect row from an owner whose lease had been taken over (or had ended) before the row appeared;
  * - at most one charge per operation generation, however many owners and downstream keys it had;
  * - a completed record holds the response first committed for its generation, byte for byte.
@@ -22,8 +23,12 @@ export function checkSafety(m: ProtocolModel, r: ProtocolSystem, snapshot: Snaps
   const rowsPerGeneration = new Map<string, EffectRow[]>();
   for (const row of snapshot.rows) {
     if (!m.rowSeenAt.has(row.sk)) m.rowSeenAt.set(row.sk, m.step);
-    const generation = generationKeyOf(m, row.downstreamKey, { row });
+    const step = stepOfRow(row);
+    const generation = `${generationKeyOf(m, row.downstreamKey, { row })}${step ? `/${step}` : ''}`;
     rowsPerGeneration.set(generation, [...(rowsPerGeneration.get(generation) ?? []), row]);
+    if (row.writes !== undefined && Number(row.writes) !== 1) {
+      throw new InvariantViolation('an effect was written more than once', { row });
+    }
     const lostAt = m.heldUntil.get(row.leaseToken);
     const seenAt = m.rowSeenAt.get(row.sk)!;
     if (lostAt !== undefined && lostAt < seenAt) {
@@ -35,8 +40,14 @@ export function checkSafety(m: ProtocolModel, r: ProtocolSystem, snapshot: Snaps
     }
   }
   for (const [generation, rows] of rowsPerGeneration) {
-    if (rows.length > 1) throw new InvariantViolation('two effects for one operation generation', { generation, rows });
+    if (rows.length > 1) {
+      throw new InvariantViolation('two effects for one operation generation (or one step of it)', {
+        generation,
+        rows,
+      });
+    }
   }
+  checkSteps(m, r, snapshot);
 
   const chargesPerGeneration = new Map<string, string[]>();
   for (const charge of r.processor.made) {
@@ -56,6 +67,82 @@ export function checkSafety(m: ProtocolModel, r: ProtocolSystem, snapshot: Snaps
       item.response as StoredResponse,
       `stored record of op ${index}`,
     );
+  });
+}
+
+/**
+ * The promises of recovery points, read from the real tables and the steps' outside systems:
+ * - every call of one step of one operation generation went out under one downstream key, and no two steps (nor two
+ *   generations) shared one: a takeover or a retry asks again under the same key, a new generation under a new one;
+ * - a step whose outside system does not dedupe made its thing at most once per generation;
+ * - checkpointed progress never goes backwards: its revision never falls, a step done stays done;
+ * - a step's local write is there exactly when its checkpoint recorded it done;
+ * - a multi-step operation completed holds every one of its steps done.
+ */
+export function checkSteps(m: ProtocolModel, r: ProtocolSystem, snapshot: Snapshot): void {
+  const keyOf = new Map<string, string>();
+  const stepOfKey = new Map<string, string>();
+  for (const [name, outside] of Object.entries(r.stepOutside)) {
+    const made = new Map<string, number>();
+    for (const call of outside.calls) {
+      const step = `${m.generationKey(call.op, call.generation)}/${call.step}`;
+      if (call.step !== name) throw new InvariantViolation('a step called another step’s outside system', { call });
+      if ((keyOf.get(step) ?? call.key) !== call.key) {
+        throw new InvariantViolation('one step of one generation called its outside system under two keys', {
+          step,
+          keys: [keyOf.get(step), call.key],
+        });
+      }
+      if ((stepOfKey.get(call.key) ?? step) !== step) {
+        throw new InvariantViolation('two steps (or generations) called out under one downstream key', {
+          key: call.key,
+          steps: [stepOfKey.get(call.key), step],
+        });
+      }
+      if (call.alreadyDone && (call.holder || !outside.dedupes)) {
+        // A stale owner may call a deduping system again (it answers the same); the holder never runs a done step.
+        throw new InvariantViolation('a step recorded done ran again', { step, call });
+      }
+      keyOf.set(step, call.key);
+      stepOfKey.set(call.key, step);
+      if (call.made) made.set(step, (made.get(step) ?? 0) + 1);
+      if (!outside.dedupes && (made.get(step) ?? 0) > 1) {
+        throw new InvariantViolation('a step whose outside system does not dedupe made its effect twice', {
+          step,
+          calls: outside.calls.filter((c) => c.key === call.key),
+        });
+      }
+    }
+  }
+
+  snapshot.items.forEach((item, index) => {
+    const progress = item?.progress as StepProgress | undefined;
+    if (!item || !progress) return;
+    const generation = generationKeyOf(m, String(item.downstreamKey), { op: index, progress });
+    const done = progress.steps.filter((step) => step.state === 'done').map((step) => step.name);
+    const seen = m.progressSeen.get(generation);
+    if (seen && (progress.revision < seen.revision || seen.done.some((name) => !done.includes(name)))) {
+      throw new InvariantViolation('checkpointed progress went backwards', { generation, seen, stored: progress });
+    }
+    m.progressSeen.set(generation, { revision: progress.revision, done });
+    const rows = snapshot.rows.filter((row) => row.downstreamKey === item.downstreamKey && stepOfRow(row));
+    for (const name of STEPS.map((step) => step.name)) {
+      const written = rows.filter((row) => stepOfRow(row) === name).length;
+      if (written !== (done.includes(name) ? 1 : 0)) {
+        throw new InvariantViolation('a step’s local write is not there exactly when its checkpoint is', {
+          generation,
+          step: name,
+          rows: written,
+          progress,
+        });
+      }
+    }
+    if (item.status === RecordStatus.Completed && m.ops[index]?.multiStep && done.length !== STEPS.length) {
+      throw new InvariantViolation('a multi-step operation completed without all its steps done', {
+        generation,
+        progress,
+      });
+    }
   });
 }
 
@@ -189,6 +276,21 @@ function storedFields(item: StoredItem) {
     recoverAt: item.recoverAt === undefined ? null : Number(item.recoverAt),
     inRecoveryIndex: item.inRecoveryIndex,
     response: item.response ?? null,
+    progress: progressFields(item.progress as StepProgress | undefined),
+  };
+}
+
+/** The progress as compared: each entry's time is left out (recovery's handle dates entries by the system clock). */
+function progressFields(progress: StepProgress | ModelRecord['progress'] | undefined) {
+  if (!progress) return null;
+  return {
+    revision: progress.revision,
+    steps: progress.steps.map((step) => ({
+      name: step.name,
+      state: step.state,
+      attempt: step.attempt,
+      result: step.result ?? null,
+    })),
   };
 }
 
@@ -203,5 +305,6 @@ function modelFields(record: ModelRecord) {
     recoverAt: record.recoverAt ?? null,
     inRecoveryIndex: record.recoverAt !== undefined,
     response: record.response ?? null,
+    progress: progressFields(record.progress),
   };
 }

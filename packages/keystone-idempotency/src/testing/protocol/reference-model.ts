@@ -1,3 +1,4 @@
+import type { IdempotencyHandle } from '../../engine/operation.js';
 import { type Lease, RecordStatus, type StoredResponse } from '../../engine/record.js';
 import type { Charge } from './outside-processor.js';
 
@@ -23,6 +24,40 @@ export interface ModelRecord {
   readonly response?: StoredResponse;
   /** Which generation of the operation: 1 for its first claim, one more for each claim after the record expired. */
   readonly generation: number;
+  /** A multi-step operation's checkpoints: absent until its first. Kept by every transition but a fresh claim. */
+  readonly progress?: ModelProgress;
+}
+
+/** One step's entry in the record: started (its outside call may have been made) or done (its outcome recorded). */
+export interface ModelStep {
+  readonly name: string;
+  readonly state: 'started' | 'done';
+  /** The attempt (owner) that wrote the entry. */
+  readonly attempt: number;
+  /** What the step returned (done): the id its outside system answered. */
+  readonly result?: string;
+}
+
+/** How far a multi-step operation got: one revision more with each checkpoint, the steps in the order reached. */
+export interface ModelProgress {
+  readonly revision: number;
+  readonly steps: readonly ModelStep[];
+}
+
+/**
+ * The steps of a multi-step operation, in order, before its charge: one whose outside system dedupes by the step's
+ * downstream key (run again under the same key when not recorded done), and one whose outside system does not (a
+ * started mark first; a resumed owner that finds it looks the outcome up by the key instead of calling again).
+ */
+export const STEPS = [
+  { name: 'reserve', outside: 'dedupes' },
+  { name: 'ship', outside: 'resolve' },
+] as const;
+export type StepSpec = (typeof STEPS)[number];
+
+/** The entry a step has in this progress, if it was reached. */
+export function stepEntry(progress: ModelProgress | undefined, name: string): ModelStep | undefined {
+  return progress?.steps.find((step) => step.name === name);
 }
 
 export interface ProtocolTimes {
@@ -112,6 +147,14 @@ export const transitions = {
     const { recoverAt: _leavesTheIndex, ...rest } = record;
     return { ...rest, status: RecordStatus.Completed, response, expiresAt: Math.ceil(now / 1000) + times.ttlSeconds };
   },
+  /** A checkpoint: the step's entry set (added where first reached), one revision more; nothing else changes. */
+  checkpointed(record: ModelRecord, entry: ModelStep): ModelRecord {
+    const steps = record.progress?.steps ?? [];
+    const next = steps.some((step) => step.name === entry.name)
+      ? steps.map((step) => (step.name === entry.name ? entry : step))
+      : [...steps, entry];
+    return { ...record, progress: { revision: (record.progress?.revision ?? 0) + 1, steps: next } };
+  },
   /** The lease ends now; due for recovery a lease later, time for the client to come back first. */
   released(times: ProtocolTimes, record: ModelRecord, now: number): ModelRecord {
     return { ...record, status: RecordStatus.Released, leaseExpiresAt: now, recoverAt: now + times.leaseMs };
@@ -133,6 +176,8 @@ export interface Operation {
   readonly index: number;
   readonly key: string;
   readonly fingerprint: string;
+  /** Runs {@link STEPS} (recovery points) before its charge: op 0, on a store with checkpoints. */
+  readonly multiStep: boolean;
   /** Physically in the table, live or past its expiry (TTL deletion lags); undefined once absent. */
   record: ModelRecord | undefined;
   generations: number;
@@ -140,6 +185,10 @@ export interface Operation {
 
 /** What an owner does next. A crashed owner is one that is never stepped again, or only much later. */
 export const NextStep = {
+  /** A multi-step owner calls its next step (`handle.step`): runs it, or gets its recorded result back. */
+  step: 'step',
+  /** A multi-step owner stopped inside a step, after the step's outside call: it finishes it and checkpoints. */
+  stepEnd: 'step-end',
   /** A client calls the outside system under its lease's downstream key. */
   charge: 'charge',
   /** Recovery asks the outside system what it made under the downstream key. */
@@ -161,6 +210,22 @@ export interface Owner {
   charge?: Charge;
   /** Set by a commit whose reply was lost: whether it landed, and when (the commit's parameters include the time). */
   sentCommit?: { readonly landedAt: number | undefined };
+  /** A multi-step owner's steps: run through the engine's own handle. */
+  steps?: OwnerSteps;
+}
+
+/** A multi-step owner's way through {@link STEPS}. */
+export interface OwnerSteps {
+  /** The engine's handle of the operation this owner claimed: `step()` runs and checkpoints. */
+  readonly handle: IdempotencyHandle<unknown>;
+  /** How the handle's next store call is delivered (set by each command before it calls). */
+  readonly route: { delivery: string };
+  /** The next of {@link STEPS} it calls. */
+  index: number;
+  /** The progress as this owner knows it: as it was when its lease was taken, and its own checkpoints since. */
+  known: ModelProgress | undefined;
+  /** Stopped inside a step, after its outside call: lets the step's function return, and its settling. */
+  paused?: { readonly resume: () => void; readonly settled: Promise<unknown> };
 }
 
 /**
@@ -182,6 +247,8 @@ export class ProtocolModel {
   readonly finished = new Set<string>();
   /** `op/generation` -> the response first seen committed: every later replay must be byte-equal to it. */
   readonly committed = new Map<string, StoredResponse>();
+  /** `op/generation` -> the progress last read from its record: it must never go backwards. */
+  readonly progressSeen = new Map<string, { readonly revision: number; readonly done: readonly string[] }>();
   /** Effect row sort key -> the step in which it first appeared. */
   readonly rowSeenAt = new Map<string, number>();
   /** The effect rows the model expects: one per commit that landed. */
@@ -194,12 +261,15 @@ export class ProtocolModel {
     readonly times: ProtocolTimes,
     start: number,
     keys: readonly string[],
+    /** The store has checkpoints: op 0 is a multi-step operation. */
+    steps = false,
   ) {
     this.now = start;
     this.ops = keys.map((key, index) => ({
       index,
       key,
       fingerprint: `fp-${index}`,
+      multiStep: steps && index === 0,
       record: undefined,
       generations: 0,
     }));

@@ -3,7 +3,7 @@ import type { IdempotencyStore } from '../../engine/contract.js';
 import type { Lease, StoredResponse } from '../../engine/record.js';
 import { ManualClock } from '../manual-clock.js';
 import type { Charge } from './outside-processor.js';
-import { OutsideProcessor } from './outside-processor.js';
+import { OutsideProcessor, StepOutsideSystem } from './outside-processor.js';
 
 /**
  * How a call reaches the database:
@@ -43,6 +43,11 @@ export interface EffectRow {
   readonly downstreamKey: string;
   readonly leaseToken: string;
   readonly chargeId: string;
+  /**
+   * How many times the row was written, where the backend's effect counts (an upsert adding one): anything but 1
+   * is a transaction applied twice. Absent where the effect only overwrites.
+   */
+  readonly writes?: number;
 }
 
 /** What a store under test is built with in a run. */
@@ -70,7 +75,10 @@ export interface ProtocolBackend {
   /** The records under `keys` (read strongly), in that order; undefined where there is none. */
   records(keys: readonly string[]): Promise<(StoredItem | undefined)[]>;
   effectRows(effectsPk: string): Promise<EffectRow[]>;
-  /** The effect that writes `row`. No condition of its own: fencing alone must keep it single. */
+  /**
+   * The effect that writes `row`. No condition of its own: fencing alone must keep it single. Best written as an
+   * upsert that counts its writes (`EffectRow.writes`), so that one applied twice shows.
+   */
   effect(effectsPk: string, row: EffectRow): unknown;
   /** What the database's own deletion of expired records does (DynamoDB's TTL, the PostgreSQL store's purge). */
   sweepExpired(keys: readonly string[], settings: StoreSettings): Promise<void>;
@@ -85,6 +93,11 @@ export interface ProtocolBackend {
 export class ProtocolSystem {
   readonly clock: ManualClock;
   readonly processor = new OutsideProcessor();
+  /** The outside systems of a multi-step operation's steps, by step name: one dedupes by key, one does not. */
+  readonly stepOutside: Readonly<Record<string, StepOutsideSystem>> = {
+    reserve: new StepOutsideSystem('rs', true),
+    ship: new StepOutsideSystem('sh', false),
+  };
   readonly keys: readonly string[];
   /** The partition of the effects table this run's effect rows go to: one query reads them all. */
   readonly effectsPk: string;
@@ -148,6 +161,63 @@ export class ProtocolSystem {
     });
   }
 
+  /**
+   * The local write a step commits with its checkpoint: a row naming the operation's downstream key, the lease token
+   * that wrote it and the id the step's outside system answered. No condition of its own: the checkpoint's fence and
+   * revision alone must keep it single.
+   */
+  stepEffectOf(opIndex: number, lease: Lease, step: string, id: string): unknown {
+    return this.backend.effect(this.effectsPk, {
+      sk: stepRowKey(opIndex, lease.leaseToken, step),
+      downstreamKey: lease.downstreamKey,
+      leaseToken: lease.leaseToken,
+      chargeId: id,
+    });
+  }
+
+  /**
+   * Reads what the store is (its limits, whether it has checkpoints) once, before the run: a routed store
+   * ({@link routedStore}) answers them without a call.
+   */
+  async prepare(): Promise<void> {
+    this.#shape = await this.via('direct', async (s) => ({
+      leaseMs: s.leaseMs,
+      ttlSeconds: s.ttlSeconds,
+      maxEffects: s.maxEffects,
+      ...(s.maxSteps !== undefined ? { maxSteps: s.maxSteps } : {}),
+      ...(s.maxCheckpointBytes !== undefined ? { maxCheckpointBytes: s.maxCheckpointBytes } : {}),
+    }));
+    this.hasCheckpoints = await this.via('direct', async (s) => typeof s.checkpoint === 'function');
+  }
+
+  /** Whether the store has checkpoints (recovery points): without them, the model runs no multi-step operation. */
+  hasCheckpoints = false;
+  #shape:
+    | Pick<IdempotencyStore<unknown>, 'leaseMs' | 'ttlSeconds' | 'maxEffects' | 'maxSteps' | 'maxCheckpointBytes'>
+    | undefined;
+
+  /**
+   * A store whose every call goes out as `route.delivery` says at the time of the call: what an owner's handle keeps
+   * across its steps, each command choosing how its own calls are delivered.
+   */
+  routedStore(route: { readonly delivery: string }): IdempotencyStore<unknown> {
+    const shape = this.#shape;
+    if (!shape) throw new Error('ProtocolSystem.prepare() was not called');
+    const via = <T>(use: (store: IdempotencyStore<unknown>) => Promise<T>) => this.via(route.delivery as Delivery, use);
+    return {
+      ...shape,
+      checkpoint: (lease, progress, effects) => via((s) => s.checkpoint!(lease, progress, effects)),
+      claim: (key, fingerprint, options) => via((s) => s.claim(key, fingerprint, options)),
+      commit: (lease, response, effects) => via((s) => s.commit(lease, response, effects)),
+      release: (lease) => via((s) => s.release(lease)),
+      abandon: (lease) => via((s) => s.abandon(lease)),
+      resume: (key, options) => via((s) => s.resume(key, options)),
+      findDue: (options) => via((s) => s.findDue(options)),
+      get: (key) => via((s) => s.get(key)),
+      claimAndCommit: (key, fingerprint, build) => via((s) => s.claimAndCommit(key, fingerprint, build)),
+    };
+  }
+
   /** Deletes the run's records and effect rows, so that no later run finds them due or in its way. */
   cleanUp(): Promise<void> {
     return this.backend.cleanUp(this.keys, this.effectsPk);
@@ -156,6 +226,15 @@ export class ProtocolSystem {
 
 export function effectRowKey(opIndex: number, leaseToken: string): string {
   return `op${opIndex}#${leaseToken}`;
+}
+
+/** The sort key of a step's local write; `stepOfRow` reads the step back (undefined for a commit's row). */
+export function stepRowKey(opIndex: number, leaseToken: string, step: string): string {
+  return `${effectRowKey(opIndex, leaseToken)}#step:${step}`;
+}
+
+export function stepOfRow(row: EffectRow): string | undefined {
+  return /#step:(.+)$/.exec(row.sk)?.[1];
 }
 
 /**

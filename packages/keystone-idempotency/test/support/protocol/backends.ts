@@ -91,7 +91,15 @@ export function dynamoDbProtocol(): ProtocolBackend {
       return rows;
     },
 
-    effect: (effectsPk, row) => ({ Put: { TableName: db.effectsTable, Item: { pk: effectsPk, ...row } } }),
+    // Counts its writes: a transaction applied twice (a lost reply sent again, unrecognised) shows as 2.
+    effect: (effectsPk, row) => ({
+      Update: {
+        TableName: db.effectsTable,
+        Key: { pk: effectsPk, sk: row.sk },
+        UpdateExpression: 'SET downstreamKey = :d, leaseToken = :l, chargeId = :c ADD writes :one',
+        ExpressionAttributeValues: { ':d': row.downstreamKey, ':l': row.leaseToken, ':c': row.chargeId, ':one': 1 },
+      },
+    }),
 
     /**
      * What DynamoDB's TTL does, some time after an item's expiry: deletes it, unless it was written a later expiry
@@ -157,7 +165,8 @@ export function postgresProtocol(): ProtocolBackend {
     retrying = pg.pool2({ connectionString: proxy.url, pipeline: true });
     giving = pg.pool2({ connectionString: proxy.url, pipeline: true });
     await pg.pool.query(
-      `CREATE TABLE ${effects} (pk text, sk text, downstream_key text, lease_token text, charge_id text, PRIMARY KEY (pk, sk))`,
+      `CREATE TABLE ${effects} (pk text, sk text, downstream_key text, lease_token text, charge_id text,
+         writes int NOT NULL DEFAULT 1, PRIMARY KEY (pk, sk))`,
     );
   });
   afterAll(() => proxy?.close());
@@ -223,7 +232,7 @@ export function postgresProtocol(): ProtocolBackend {
 
     async effectRows(effectsPk) {
       const { rows } = await pg.pool.query<EffectRow>(
-        `SELECT sk, downstream_key AS "downstreamKey", lease_token AS "leaseToken", charge_id AS "chargeId"
+        `SELECT sk, downstream_key AS "downstreamKey", lease_token AS "leaseToken", charge_id AS "chargeId", writes
            FROM ${effects} WHERE pk = $1`,
         [effectsPk],
       );
@@ -231,7 +240,9 @@ export function postgresProtocol(): ProtocolBackend {
     },
 
     effect: (effectsPk, row) => ({
-      text: `INSERT INTO ${effects} (pk, sk, downstream_key, lease_token, charge_id) VALUES ($1, $2, $3, $4, $5)`,
+      // Counts its writes: a transaction applied twice (a lost reply sent again, unrecognised) shows as 2.
+      text: `INSERT INTO ${effects} (pk, sk, downstream_key, lease_token, charge_id) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (pk, sk) DO UPDATE SET writes = ${effects}.writes + 1`,
       values: [effectsPk, row.sk, row.downstreamKey, row.leaseToken, row.chargeId],
     }),
 
