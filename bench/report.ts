@@ -12,6 +12,7 @@ import type { ScaleResult } from './scale';
 import type { SettlementResult } from './settlement';
 import { OUTSIDE_CALL_MS, STORE_VARIANT_LABELS, type StoresResult } from './stores';
 import type { StormSummary } from './storm';
+import type { SustainedResult } from './sustained';
 import type { CorrectnessCheck, PathRow, TargetCheck } from './targets';
 import { VARIANT_LABELS } from './variants';
 
@@ -36,6 +37,8 @@ export interface BenchReport {
   readonly expiry?: ExpiryResult;
   /** A 4-step order, as recovery points and as one handler; absent from earlier runs and when skipped. */
   readonly orders?: OrdersResult;
+  /** A minute of closed-loop load per store over HTTP; absent from earlier runs and when skipped. */
+  readonly sustained?: SustainedResult;
   readonly coldStart: ColdStartResult | undefined;
   readonly assumptions: typeof ASSUMPTIONS;
   readonly targets: readonly TargetCheck[];
@@ -247,6 +250,58 @@ export function renderReport(report: BenchReport): string {
         ]),
       ),
       everyOrderOnce ? '' : 'NOT every order was confirmed once: see the correctness checks.',
+      '',
+    );
+  }
+
+  if (report.sustained) {
+    const { runs, probes } = report.sustained;
+    const storeLabel = { dynamodb: 'DynamoDB Local', postgres: 'PostgreSQL' } as const;
+    const mixLabel = { unique: 'every key new', 'half-repeated': 'half the requests repeat an answered key' } as const;
+    out.push(
+      heading(
+        'Sustained load over HTTP: POST /payments on the local stack, closed loop, at the best probed concurrency',
+      ),
+      table(
+        ['store', 'connections', 'req/s', 'p99'],
+        probes.map((probe) => [
+          storeLabel[probe.store],
+          `${probe.connections} (probe)`,
+          probe.requestsPerSecond.toFixed(0),
+          ms(probe.p99),
+        ]),
+      ),
+      '',
+      table(
+        [
+          'store',
+          'traffic',
+          'connections',
+          'seconds',
+          'requests',
+          'req/s',
+          'p50',
+          'p99',
+          '5xx',
+          'replays',
+          'charges',
+          'one per key',
+        ],
+        runs.map((run) => [
+          storeLabel[run.store],
+          mixLabel[run.mix],
+          String(run.connections),
+          run.durationSeconds.toFixed(1),
+          String(run.requests),
+          run.requestsPerSecond.toFixed(0),
+          ms(run.latencyMs.p50),
+          ms(run.latencyMs.p99),
+          String(run.serverErrors),
+          String(run.replayed),
+          `${run.charges} (${run.chargedInFlight} cut off in flight)`,
+          run.correct ? 'yes' : '**NO**',
+        ]),
+      ),
       '',
     );
   }

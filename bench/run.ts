@@ -23,8 +23,9 @@
  *   BENCH_STORM_ROUNDS=3     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
  *   BENCH_HTTP_REQUESTS=1000 per API for first requests/replays  BENCH_HTTP_STORMS=10 50-way double taps per API
  *   BENCH_SETTLEMENT_BURST=50 payments settled at once           BENCH_SETTLEMENT_EARLY=5 early events, in turn
- *   BENCH_ORDER_CALLS=200    orders per variant and path
- *   BENCH_SKIP=http,settlement,postgres,redis,cold,orders  leave parts out (also: storm, rtt, scale, expiry)
+ *   BENCH_ORDER_CALLS=200    orders per variant and path         BENCH_SUSTAINED_SECONDS=60 per store and traffic
+ *   BENCH_SKIP=http,settlement,postgres,redis,cold,orders  leave parts out (also: storm, rtt, scale, expiry,
+ *                            sustained)
  *   BENCH_OUT=bench/results/latest.json
  *   BENCH_PATHS=replay_cached  measure only these paths (default: every path)
  */
@@ -49,6 +50,7 @@ import { measureScale, type ScaleResult } from './scale';
 import { measureSettlement, type SettlementResult } from './settlement';
 import { BENCH_AUTOVACUUM_NAPTIME_SECONDS, measureStores, type StoresResult, startBenchPostgres } from './stores';
 import { DEFAULT_STORM, runStorm, type StormRun, summarizeStorms } from './storm';
+import { measureSustained, type SustainedResult } from './sustained';
 import { checkCorrectness, checkTargets, type PathRow } from './targets';
 import { createVariants, POWERTOOLS_PEER } from './variants';
 
@@ -70,6 +72,7 @@ const settings = {
   settlementEarlyEvents: positive('BENCH_SETTLEMENT_EARLY', 5),
   coldRuns: positive('BENCH_COLD_RUNS', 10),
   orderCalls: positive('BENCH_ORDER_CALLS', 200),
+  sustainedSeconds: positive('BENCH_SUSTAINED_SECONDS', 60),
   networkCalls: positive('BENCH_NETWORK_CALLS', 200),
   scaleCalls: positive('BENCH_SCALE_CALLS', 300),
   scaleDynamoDbSeconds: positive('BENCH_SCALE_DYNAMODB_SECONDS', 60),
@@ -101,6 +104,7 @@ async function main(): Promise<number> {
   let scale: ScaleResult | undefined;
   let expiry: ExpiryResult | undefined;
   let orders: OrdersResult | undefined;
+  let sustained: SustainedResult | undefined;
   let report: Omit<
     BenchReport,
     'coldStart' | 'settlement' | 'stores' | 'orders' | 'targets' | 'correctness' | 'durationSeconds'
@@ -197,6 +201,15 @@ async function main(): Promise<number> {
       progress('a 4-step order: recovery points beside one handler');
       orders = await measureOrders({ dynamoDbEndpoint: db.endpoint, calls: settings.orderCalls });
     }
+    if (!settings.skip.includes('sustained')) {
+      progress(`sustained load over HTTP: ${settings.sustainedSeconds} s per store and traffic`);
+      sustained = await measureSustained({
+        dynamoDbEndpoint: db.endpoint,
+        durationSeconds: settings.sustainedSeconds,
+        probeConnections: [4, 8, 16, 32],
+        probeSeconds: 5,
+      });
+    }
   } finally {
     await stopDb();
   }
@@ -217,6 +230,7 @@ async function main(): Promise<number> {
     stores,
     redis,
     orders,
+    ...(sustained ? { sustained } : {}),
     ...(scale ? { scale } : {}),
     ...(expiry ? { expiry } : {}),
     coldStart,
@@ -225,6 +239,13 @@ async function main(): Promise<number> {
     correctness: [
       ...checkCorrectness(report.paths, report.storms, http, settlement, stores, { scale, expiry }),
       ...(redis ? redisCorrectness(redis) : []),
+      ...(sustained
+        ? sustained.runs.map((run) => ({
+            check: `sustained load, ${run.store}, ${run.mix}: no 5xx and exactly one charge per key`,
+            passed: run.correct,
+            detail: `${run.requests} requests, ${run.serverErrors} 5xx, ${run.charges} charges, ${run.chargedTwice} keys charged twice`,
+          }))
+        : []),
       ...(orders
         ? [
             {
