@@ -134,7 +134,7 @@ const IMPORT_SCRIPT = [
 /**
  * esbuild as the CDK stack runs it for every function, derived from the stack's own options (lib/infra), so the
  * bench can't drift from what is deployed. CDK turns them into `esbuild --bundle --target=node22 --platform=node
- * --format=esm --minify --sourcemap --main-fields=module,main --banner:js=...`, with no `--external` since the SDK is
+ * --format=esm --minify --sourcemap --sources-content=false --main-fields=module,main --banner:js=...`, with no `--external` since the SDK is
  * bundled (`bundleAwsSDK: true`).
  */
 export const ESBUILD_OPTIONS = {
@@ -144,6 +144,7 @@ export const ESBUILD_OPTIONS = {
   format: LAMBDA_BUNDLING.format === OutputFormat.ESM ? 'esm' : 'cjs',
   minify: LAMBDA_BUNDLING.minify ?? false,
   sourcemap: LAMBDA_BUNDLING.sourceMap ?? false,
+  sourcesContent: LAMBDA_BUNDLING.sourcesContent ?? true,
   mainFields: [...(LAMBDA_BUNDLING.mainFields ?? [])],
   conditions: [LIBRARY_SOURCE_CONDITION] as string[],
   ...(LAMBDA_BUNDLING.banner ? { banner: { js: LAMBDA_BUNDLING.banner } } : {}),

@@ -247,6 +247,7 @@ describe('the bundling options', () => {
       banner: LAMBDA_BUNDLING.banner,
       minify: LAMBDA_BUNDLING.minify,
       sourcemap: LAMBDA_BUNDLING.sourceMap,
+      sourcesContent: LAMBDA_BUNDLING.sourcesContent ?? true,
       // The SDK is bundled: nothing is left external.
       externals: LAMBDA_BUNDLING.bundleAwsSDK ? [] : ['@aws-sdk/*'],
       target: LAMBDA_RUNTIME.name.replace('nodejs', 'node').replace('.x', ''),
@@ -256,6 +257,7 @@ describe('the bundling options', () => {
       banner: SOURCE_BUNDLING.banner.js,
       minify: SOURCE_BUNDLING.minify,
       sourcemap: SOURCE_BUNDLING.sourcemap,
+      sourcesContent: SOURCE_BUNDLING.sourcesContent,
       externals: [],
       target: SOURCE_BUNDLING.target,
     });

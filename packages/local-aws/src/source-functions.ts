@@ -33,6 +33,7 @@ export const SOURCE_BUNDLING = {
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   minify: true,
   sourcemap: true,
+  sourcesContent: false,
 } as const satisfies BuildOptions;
 
 /** What the deployed functions run with (lib/infra/service-function.ts, LAMBDA_NODE_OPTIONS): mapped stack traces. */
