@@ -315,13 +315,19 @@ const orderUnavailable = (status: '502' | '503' | '504'): ResponseObject =>
   problemResponse(
     `\`processor-unavailable\`, \`warehouse-unavailable\` or \`mailer-unavailable\` (${status}): that step did not ` +
       'finish; retry with the same key after `Retry-After`, and the order resumes there: no completed step runs ' +
-      "again. Or API Gateway's own (`about:blank`).",
+      'again.' +
+      (status === '503'
+        ? ' Or `stock-contended`: other orders took and gave back the stock while this one reserved it, and nothing ' +
+          'was reserved or charged; retry with the same key.'
+        : '') +
+      " Or API Gateway's own (`about:blank`).",
     oneOfThese(
       problem(
         'Problem',
         PaymentProblemType.processorUnavailable,
         PaymentProblemType.warehouseUnavailable,
         PaymentProblemType.mailerUnavailable,
+        ...(status === '503' ? [PaymentProblemType.stockContended] : []),
       ),
       gatewayProblem,
     ),

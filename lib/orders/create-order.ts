@@ -1,5 +1,9 @@
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { type IdempotencyHandle, StepOutcomeUnknownError } from 'keystone-idempotency/engine';
+import {
+  EffectConditionFailedError,
+  type IdempotencyHandle,
+  StepOutcomeUnknownError,
+} from 'keystone-idempotency/engine';
 import { problemResponse } from 'keystone-idempotency/http';
 import {
   type CardDeclinedProblem,
@@ -61,13 +65,23 @@ export async function createOrder<TEffect>(
   const orderId = orderIdFor(idempotency.downstreamKey);
   const items = mergeLines(body.items);
   try {
-    const reservation = await idempotency.step('reserve', async (step): Promise<Reservation> => {
-      const shortages = await deps.orders.shortages(items);
-      if (shortages.length > 0) return { kind: 'short', shortages, request: body };
-      const createdAt = new Date(deps.clock.now()).toISOString();
-      step.stage(...deps.orders.reserve(accountId, pendingOrder(orderId, body, createdAt), idempotency.key));
-      return { kind: 'reserved', createdAt, request: body };
-    });
+    const reservation = await idempotency
+      .step('reserve', async (step): Promise<Reservation> => {
+        const shortages = await deps.orders.shortages(items);
+        if (shortages.length > 0) return { kind: 'short', shortages, request: body };
+        const createdAt = new Date(deps.clock.now()).toISOString();
+        step.stage(...deps.orders.reserve(accountId, pendingOrder(orderId, body, createdAt), idempotency.key));
+        return { kind: 'reserved', createdAt, request: body };
+      })
+      .catch(async (error: unknown) => {
+        // The stock's own condition refused the reservation at its commit: another order took the units between
+        // this one's check and its write, and nothing of this one was written. Too little stock now is the same
+        // stored answer as too little at the check; stock that came back meanwhile is a race to retry, not a 500.
+        if (!(error instanceof EffectConditionFailedError)) throw error;
+        const shortages = await deps.orders.shortages(items);
+        if (shortages.length > 0) return { kind: 'short', shortages, request: body } as const;
+        throw new StockContendedError({ cause: error });
+      });
     if (reservation.kind === 'short') return insufficientStock(reservation.shortages);
     const order = pendingOrder(orderId, body, reservation.createdAt);
 
@@ -173,7 +187,7 @@ export async function createOrder<TEffect>(
     idempotency.stage(deps.orders.complete(accountId, orderId, outcome));
     return orderCreated({ ...order, ...outcome });
   } catch (error) {
-    if (error instanceof OutsideUnavailableError) return error.response();
+    if (error instanceof OutsideUnavailableError || error instanceof StockContendedError) return error.response();
     // The booking was started before and the warehouse can't be asked now: the same answer as the warehouse down.
     if (error instanceof StepOutcomeUnknownError && error.step === 'ship') {
       return new OutsideUnavailableError(PaymentProblemType.warehouseUnavailable, 'Warehouse', {}).response();
@@ -255,6 +269,29 @@ class OutsideUnavailableError extends Error {
           'Idempotency-Key: no step that completed runs again.',
       },
       { 'Retry-After': String(this.outcome.retryAfterSeconds ?? 1) },
+      PROBLEM_TYPE_BASE,
+    );
+  }
+}
+
+/** The stock moved under a reservation and back (the units taken, then released): nothing was reserved; retry. */
+class StockContendedError extends Error {
+  constructor(options?: { cause?: unknown }) {
+    super('the stock changed while the order reserved it', options);
+    this.name = 'StockContendedError';
+  }
+
+  response(): APIGatewayProxyResult {
+    return problemResponse(
+      {
+        type: PaymentProblemType.stockContended,
+        title: 'Stock contended',
+        status: 503,
+        detail:
+          'Other orders changed the stock of these items while this one reserved it; nothing was reserved or ' +
+          'charged. Retry with the same Idempotency-Key.',
+      },
+      { 'Retry-After': '1' },
       PROBLEM_TYPE_BASE,
     );
   }

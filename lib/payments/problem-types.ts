@@ -34,6 +34,11 @@ export const PaymentProblemType = {
    * of the same key answers the same; a new order (a new key) may find stock again.
    */
   insufficientStock: 'insufficient-stock',
+  /**
+   * Other orders took and gave back the stock while an order reserved it (503 + Retry-After): nothing was reserved or
+   * charged, and the key is free; retry with the same key.
+   */
+  stockContended: 'stock-contended',
   /** The warehouse did not answer a booking, or its lookup (502/503/504 + Retry-After): retry with the same key. */
   warehouseUnavailable: 'warehouse-unavailable',
   /** The mailer did not answer (502/503/504 + Retry-After): retry with the same key; the order is kept as far as it got. */

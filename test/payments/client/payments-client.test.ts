@@ -125,6 +125,12 @@ describe('PaymentProblemType', () => {
     }
     // The orders API's and the processor's own, which no client of the payments API is answered.
     const others = Object.keys(ServerProblemType).filter((name) => !(name in PaymentProblemType));
-    expect(others).toEqual(['insufficientStock', 'warehouseUnavailable', 'mailerUnavailable', 'invalidSignature']);
+    expect(others).toEqual([
+      'insufficientStock',
+      'stockContended',
+      'warehouseUnavailable',
+      'mailerUnavailable',
+      'invalidSignature',
+    ]);
   });
 });
