@@ -1,6 +1,7 @@
 import type { Context, SQSRecord } from 'aws-lambda';
 import type { IdempotencyStore } from '../engine/contract.js';
 import { type RunOutcome, runIdempotently } from '../engine/run.js';
+import type { StepObserver } from '../engine/steps.js';
 import { type RecordIdentity, type RecordIdentityOptions, recordIdentity } from './identity.js';
 import type { SqsRecordContext } from './record-context.js';
 
@@ -27,6 +28,11 @@ export interface ProcessRecordOptions<TSummary, TEffect> extends RecordIdentityO
   readonly lambdaContext?: Context;
   /** Told once when the store's lease is raised to cover the invocation's remaining time. Default `console`. */
   readonly logger?: { warn(message: string, details: Record<string, unknown>): void };
+  /**
+   * Told each step's outcome (`context.step`), as it happens: count them under `StepMetric`'s names, as the HTTP
+   * middleware does with its `metrics`.
+   */
+  readonly onStep?: StepObserver;
 }
 
 /**
@@ -108,6 +114,7 @@ export async function processIdentifiedRecord<TSummary, TEffect>(
       recoverable: options.recoverable ?? false,
       ...(options.lambdaContext ? { invocation: options.lambdaContext } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.onStep ? { onStep: options.onStep } : {}),
     },
   );
   switch (outcome.kind) {

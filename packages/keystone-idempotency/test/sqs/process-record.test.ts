@@ -53,6 +53,43 @@ describe('processRecordIdempotently', () => {
     expect(await db.itemsUnder(record.messageId)).toBe(2);
   });
 
+  it('resumes a redelivered record after its last completed step, and tells each step outcome to onStep', async () => {
+    const s = store();
+    const record = sqsRecord({ body: { order: 7 } });
+    const events: { step: string; outcome: string; attempt: number }[] = [];
+    const ran: string[] = [];
+    const process = (failAt: string | undefined) => ({
+      ...options(async (ctx) => {
+        const reserved = await ctx.step('reserve', async (step) => {
+          ran.push('reserve');
+          step.stage(row(record.messageId));
+          return 'r1';
+        });
+        const shipped = await ctx.step('ship', async () => {
+          ran.push('ship');
+          if (failAt === 'ship') throw new Error('warehouse down');
+          return 's1';
+        });
+        return { reserved, shipped };
+      }),
+      onStep: (event: { step: string; outcome: string; attempt: number }) =>
+        events.push({ step: event.step, outcome: event.outcome, attempt: event.attempt }),
+    });
+    const failed = await processRecordIdempotently(s, record, process('ship'));
+    expect(failed).toMatchObject({ kind: 'failed', released: true });
+    const redelivered = await processRecordIdempotently(s, record, process(undefined));
+    expect(redelivered).toMatchObject({ kind: 'committed', summary: { reserved: 'r1', shipped: 's1' }, attempt: 2 });
+    // The reservation ran once and its row was written once, with its checkpoint; the failed step ran again.
+    expect(ran).toEqual(['reserve', 'ship', 'ship']);
+    expect(await db.itemsUnder(record.messageId)).toBe(1);
+    expect(events).toEqual([
+      { step: 'reserve', outcome: 'ran', attempt: 1 },
+      { step: 'ship', outcome: 'failed', attempt: 1 },
+      { step: 'reserve', outcome: 'replayed', attempt: 2 },
+      { step: 'ship', outcome: 'ran', attempt: 2 },
+    ]);
+  });
+
   it('stores a function that returns nothing as a null summary', async () => {
     const s = store();
     const record = sqsRecord({ body: 'plain text' });
