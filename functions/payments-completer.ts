@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import { type RecoveryReport, systemClock } from 'keystone-idempotency/engine';
+import { type RecoveryReport, StepMetric, type StepOutcome, systemClock } from 'keystone-idempotency/engine';
 import { MetricService, RecoveryBacklogMetric, RecoveryMetric } from '../lib/metrics/definitions';
 import { orderMailerClient, warehouseClient } from '../lib/orders/config';
 import { ORDER_OPERATION, orderRecovery } from '../lib/orders/recovery';
@@ -56,6 +56,14 @@ async function completeAbandonedPayments(_event: ScheduledEvent, context: Contex
   );
   if (report.completed > 0) metrics.addMetric(RecoveryMetric.completedWithoutClient, 'Count', report.completed);
   if (report.abandoned > 0) metrics.addMetric(RecoveryMetric.abandoned, 'Count', report.abandoned);
+  if (report.compensated > 0) metrics.addMetric(RecoveryMetric.compensated, 'Count', report.compensated);
+  if (report.abandonedWithProgress > 0) {
+    metrics.addMetric(RecoveryMetric.abandonedWithProgress, 'Count', report.abandonedWithProgress);
+  }
+  // What each step of the operations driven forward did (ran, found by its resolver, refused, ...).
+  for (const [outcome, count] of Object.entries(report.steps)) {
+    if (count) metrics.addMetric(StepMetric[outcome as StepOutcome], 'Count', count);
+  }
   // From when it was first due, not from `recoverAt`: a retry moves that, and a charge retried forever would look new.
   const waitedMs = report.oldestDue ? Math.max(0, Date.now() - report.oldestDue.firstDueAt) : 0;
   metrics.addMetric(RecoveryBacklogMetric.oldestDueAge, 'Seconds', Math.round(waitedMs / 1000));

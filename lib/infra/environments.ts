@@ -318,6 +318,14 @@ function outcomeAlarms(takeovers: number, completedWithoutClient = 3): OutcomeAl
         '(a processor outage, or clients that do not retry). Nothing was charged; check processor availability ' +
         "and the clients' retry behaviour.",
     },
+    {
+      metric: RecoveryMetric.abandonedWithProgress,
+      threshold: 1,
+      meaning:
+        'An order (a multi-step operation) was given up with steps done and none undone: a step was refused for good ' +
+        'after others had run (stock reserved, a card charged, a shipment booked) and no compensation was declared. ' +
+        "Recovery's log names the key and its steps: finish or undo them by hand.",
+    },
   ];
 }
 

@@ -4,6 +4,7 @@ import {
   MetricService,
   type MetricServiceName,
   RecoveryMetric,
+  StepMetric,
 } from '../metrics/definitions';
 import { jsonObjectModel, type RequestModel } from '../openapi/request-models';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../tables/definitions';
@@ -281,7 +282,11 @@ export const serviceFunctions: readonly FunctionSpec[] = [
     ],
     calls: ['mailer'],
     movesSettlements: true,
-    metrics: { service: MetricService.recovery, names: Object.values(RecoveryMetric) },
+    // Settlement finishes single-effect payments only: no steps, nothing to compensate.
+    metrics: {
+      service: MetricService.recovery,
+      names: [RecoveryMetric.completedWithoutClient, RecoveryMetric.abandoned],
+    },
   },
   {
     id: 'PaymentsCompleter',
@@ -307,6 +312,9 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       { table: 'inventory', privileges: ['SELECT', 'UPDATE'] },
     ],
     calls: ['processor', 'warehouse', 'mailer'],
-    metrics: { service: MetricService.recovery, names: Object.values(RecoveryMetric) },
+    metrics: {
+      service: MetricService.recovery,
+      names: [...Object.values(RecoveryMetric), ...Object.values(StepMetric)],
+    },
   },
 ];

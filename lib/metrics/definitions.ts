@@ -37,6 +37,8 @@ export const MetricService = {
 } as const;
 export type MetricServiceName = (typeof MetricService)[keyof typeof MetricService];
 
+/** What each step of a multi-step operation did (ran, replayed, found by its resolver, refused, ...): the library's. */
+export { StepMetric } from 'keystone-idempotency/engine';
 /** The outcome counters the HTTP idempotency middleware emits: the library defines them, the stack charts them. */
 export { IdempotencyMetric, type IdempotencyMetricName } from 'keystone-idempotency/http';
 
@@ -46,6 +48,16 @@ export const RecoveryMetric = {
   completedWithoutClient: 'PaymentsCompletedWithoutClient',
   /** No charge was found under the operation's downstream key, and its client is gone: given up. */
   abandoned: 'PaymentsAbandoned',
+  /**
+   * A multi-step operation (an order) that could never finish, a step refused for good: the steps it had done were
+   * compensated (undone), and it was completed with the refusal's answer or abandoned.
+   */
+  compensated: 'OperationsCompensated',
+  /**
+   * A multi-step operation abandoned with steps done and none compensated (none declared one): progress that nobody
+   * will finish or undo. It needs a person: the stack alarms on one.
+   */
+  abandonedWithProgress: 'OperationsAbandonedWithProgress',
 } as const;
 export type RecoveryMetricName = (typeof RecoveryMetric)[keyof typeof RecoveryMetric];
 

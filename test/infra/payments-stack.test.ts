@@ -756,6 +756,19 @@ describe('PaymentsStack', () => {
       });
     });
 
+    it('alarms on one order abandoned with its progress kept, which needs a person', () => {
+      each((_, template) => {
+        const alarms = alarmsOn(template, 'OperationsAbandonedWithProgress');
+        expect(alarms).toHaveLength(1);
+        expect(alarms[0]!.Properties).toMatchObject({
+          Dimensions: [{ Name: 'service', Value: 'payment-recovery' }],
+          Statistic: 'Sum',
+          Threshold: 1,
+        });
+        expect(String(alarms[0]!.Properties.AlarmName)).toMatch(/PaymentsCompleter OperationsAbandonedWithProgress$/);
+      });
+    });
+
     it("alarms on each function's errors and throttles, on any dead letter", () => {
       each((_, template) => {
         expect(alarmsOn(template, 'Errors')).toHaveLength(FUNCTION_IDS.length);
