@@ -2,12 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { RedisCommand, RedisCommandMatcher } from '@keystone-idempotency/local-aws/redis-fault-proxy';
 import { type RedisFaultProxy, startRedisFaultProxy } from '@keystone-idempotency/local-aws/redis-fault-proxy';
 import { type RedisLocal, startRedisLocal } from '@keystone-idempotency/local-aws/redis-local';
-import { createClient } from '@redis/client';
+import { createClient, createClientPool } from '@redis/client';
 import { RedisStore, type RedisStoreOptions } from '../../src/redis';
 import { SCRIPTS } from '../../src/redis/scripts';
 
 const newClient = (url: string) => createClient({ url, socket: { reconnectStrategy: () => 20 } });
 export type RedisClient = ReturnType<typeof newClient>;
+const newPool = (url: string) =>
+  createClientPool({ url, socket: { reconnectStrategy: () => 20 } }, { minimum: 1, maximum: 8 });
+export type RedisPool = ReturnType<typeof newPool>;
 
 /** A client on `url` that reconnects at once and never crashes the test on a connection error. */
 export async function redisClient(url: string): Promise<RedisClient> {
@@ -27,7 +30,7 @@ export function testRedis(options: { appendOnly?: boolean } = {}) {
   let proxy: RedisFaultProxy;
   let direct: RedisClient;
   let proxied: RedisClient;
-  const extra: RedisClient[] = [];
+  const extra: (RedisClient | RedisPool)[] = [];
   /** Each file's stores under a prefix of its own: no file sees another's recovery set. */
   const prefix = `test-${randomUUID().slice(0, 8)}`;
   beforeAll(async () => {
@@ -63,6 +66,18 @@ export function testRedis(options: { appendOnly?: boolean } = {}) {
       extra.push(client);
       return client;
     },
+    /**
+     * A pool of clients through the proxy: each command has a connection to itself while it runs, as each request
+     * to DynamoDB or PostgreSQL does, so a reply lost on one (its connection closed) takes no other command's with it.
+     * Closed after the file.
+     */
+    async newProxiedPool(): Promise<RedisPool> {
+      const pool = newPool(proxy.url);
+      pool.on('error', () => undefined);
+      await pool.connect();
+      extra.push(pool);
+      return pool;
+    },
     /** A store through the proxy, under the file's prefix unless told otherwise. */
     store(settings: Partial<RedisStoreOptions> = {}): RedisStore {
       return new RedisStore({ client: proxied, prefix, leaseSeconds: 30, ...settings });
@@ -80,6 +95,16 @@ function scriptOf(command: RedisCommand): string | undefined {
   if (name?.toUpperCase() === 'EVALSHA') return Object.values(SCRIPTS).find((s) => s.sha === body)?.name;
   if (name?.toUpperCase() === 'EVAL') return Object.values(SCRIPTS).find((s) => s.source === body)?.name;
   return undefined;
+}
+
+/**
+ * What a store script call is, however it was sent: the script's name, its keys and its arguments. The store sends
+ * a script whole (EVAL) until its client has loaded it, by SHA-1 (EVALSHA) after, so a call sent again may be sent
+ * the other way: the same call all the same.
+ */
+export function scriptCallOf(command: RedisCommand): string | undefined {
+  const script = scriptOf(command);
+  return script === undefined ? undefined : JSON.stringify([script, ...command.args.slice(2)]);
 }
 
 /** A script's ARGV (after the keys). */
