@@ -373,7 +373,7 @@ function expectStepResult(settled: Settled<unknown> | undefined, result: string,
  * checkpoint), or stops there for a later {@link StepEnd}, so that its lease can end and its operation be taken over
  * meanwhile.
  */
-export class StepStep extends ProtocolCommand {
+export class RunStep extends ProtocolCommand {
   constructor(
     readonly pick: number,
     readonly how: StepHow,
@@ -1029,7 +1029,7 @@ export class OwnerStep extends ProtocolCommand {
     const index = m.ownersAt(owner.next).indexOf(owner);
     switch (owner.next) {
       case NextStep.step:
-        return new StepStep(index, this.choices.step ?? StepHow.ok, this.choices.checkpoint ?? Delivery.direct);
+        return new RunStep(index, this.choices.step ?? StepHow.ok, this.choices.checkpoint ?? Delivery.direct);
       case NextStep.stepEnd:
         return new StepEnd(index, this.choices.checkpoint ?? Delivery.direct);
       case NextStep.charge:
@@ -1139,7 +1139,7 @@ export function protocolCommands(
     ? [
         weighted(
           4,
-          fc.tuple(pick, stepHow, writeDelivery).map(([p, h, d]) => new StepStep(p, h, d)),
+          fc.tuple(pick, stepHow, writeDelivery).map(([p, h, d]) => new RunStep(p, h, d)),
         ),
         weighted(
           3,
