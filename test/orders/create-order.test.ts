@@ -1,20 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
-import { type IdempotencyStore, makeIdempotent, systemClock } from 'keystone-idempotency/engine';
+import { makeIdempotent, systemClock } from 'keystone-idempotency/engine';
 import { defaultIsStorable } from 'keystone-idempotency/http';
 import { type CreateOrderDeps, createOrder } from '../../lib/orders/create-order';
-import { DynamoDbOrders } from '../../lib/orders/dynamodb';
 import { OrderMailerClient } from '../../lib/orders/mailer-client';
-import { ordersTablesSql, PostgresOrders } from '../../lib/orders/postgres';
 import type { OrdersRepository } from '../../lib/orders/repository';
 import type { OrderRequest } from '../../lib/orders/schema';
 import { WarehouseClient } from '../../lib/orders/warehouse-client';
 import { ProcessorClient } from '../../lib/payments/processor-client';
 import { DECLINING_SOURCE } from '../../lib/sandbox/charges';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
-import { testDatabase } from '../support/dynamodb';
-import { testPostgres } from '../support/postgres';
+import { ordersSubjects } from '../support/orders';
 
 /**
  * Two orders racing for the last units of a SKU, on both databases: the second order's stock check passes, the first
@@ -27,28 +23,12 @@ class Unstored extends Error {
   }
 }
 
-const dynamodb = testDatabase();
-const postgres = testPostgres();
+const subjects = ordersSubjects();
 let sandbox: Sandbox;
 beforeAll(async () => {
   sandbox = await startSandbox();
-  await postgres.pool.query(ordersTablesSql(postgres.schema));
 });
 afterAll(() => sandbox.close());
-
-const subjects = {
-  dynamodb: () => ({
-    orders: new DynamoDbOrders(dynamodb.doc, dynamodb.paymentsTable) as OrdersRepository<unknown>,
-    store: new DynamoDbStore({
-      client: dynamodb.doc,
-      tableName: dynamodb.idempotencyTable,
-    }) as IdempotencyStore<unknown>,
-  }),
-  postgres: () => ({
-    orders: new PostgresOrders(postgres.pool, { schema: postgres.schema }) as OrdersRepository<unknown>,
-    store: postgres.store() as IdempotencyStore<unknown>,
-  }),
-};
 
 describe.each(['dynamodb', 'postgres'] as const)('an order on %s', (kind) => {
   const setUp = async () => {

@@ -1,43 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDbStore } from 'keystone-idempotency/dynamodb';
-import { EffectConditionFailedError, type IdempotencyStore } from 'keystone-idempotency/engine';
-import { DynamoDbOrders } from '../../lib/orders/dynamodb';
-import { ordersTablesSql, PostgresOrders } from '../../lib/orders/postgres';
-import type { OrdersRepository } from '../../lib/orders/repository';
+import { EffectConditionFailedError } from 'keystone-idempotency/engine';
 import type { Order } from '../../lib/orders/schema';
-import { testDatabase } from '../support/dynamodb';
-import { testPostgres } from '../support/postgres';
+import { type OrdersSubject, ordersSubjects } from '../support/orders';
 
 /**
  * The orders repository on both databases, its writes committed as the engine commits them (staged effects with a
  * key's completion), so every condition is checked by the database itself.
  */
-interface Subject {
-  readonly orders: OrdersRepository<unknown>;
-  readonly store: IdempotencyStore<unknown>;
-}
-
-const dynamodb = testDatabase();
-const postgres = testPostgres();
-const subjects: Record<'dynamodb' | 'postgres', () => Subject> = {
-  dynamodb: () => ({
-    orders: new DynamoDbOrders(dynamodb.doc, dynamodb.paymentsTable) as OrdersRepository<unknown>,
-    store: new DynamoDbStore({
-      client: dynamodb.doc,
-      tableName: dynamodb.idempotencyTable,
-    }) as IdempotencyStore<unknown>,
-  }),
-  postgres: () => ({
-    orders: new PostgresOrders(postgres.pool, { schema: postgres.schema }) as OrdersRepository<unknown>,
-    store: postgres.store() as IdempotencyStore<unknown>,
-  }),
-};
-beforeAll(() => postgres.pool.query(ordersTablesSql(postgres.schema)));
+const subjects = ordersSubjects();
 
 const response = { statusCode: 201, headers: {}, body: '{}' };
 
 describe.each(['dynamodb', 'postgres'] as const)('the orders repository on %s', (kind) => {
-  let subject: Subject;
+  let subject: OrdersSubject;
   let sku: string;
   beforeAll(() => {
     subject = subjects[kind]();
