@@ -122,22 +122,29 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
   });
 
   beforeAll(async () => {
-    port = await freePort();
-    do {
-      httpApiPort = await freePort();
-    } while (httpApiPort === port);
-    [sqs, sandbox] = await Promise.all([
-      startLocalSqs(),
-      ownProcessor
+    sqs = await startLocalSqs();
+    // The REST API's port is chosen here, before the stack runs, since the sandbox's webhooks need it; another
+    // process can take it in the second the stack takes to start, so a start that finds it taken is tried again
+    // on a new one. The HTTP API picks its own port as it binds, and keeps it across restarts.
+    for (let attempt = 1; ; attempt += 1) {
+      port = await freePort();
+      sandbox = ownProcessor
         ? undefined
-        : startSandbox({
+        : await startSandbox({
             port: 0,
             ...(options.webhooks ? { webhookUrl: `http://127.0.0.1:${port}/webhooks/processor`, webhookSecret } : {}),
-          }),
-    ]);
-    env = stackEnv();
-    starting = startStackProcess(env, port, httpApiPort);
-    current = await starting;
+          });
+      env = stackEnv();
+      starting = startStackProcess(env, port);
+      try {
+        current = await starting;
+        break;
+      } catch (error) {
+        if (attempt === 3 || !portTaken(error)) throw error;
+        await sandbox?.close();
+      }
+    }
+    httpApiPort = Number(new URL(current.httpApiUrl).port);
   });
   afterEach(async () => {
     if (sandbox) await fetch(`${sandbox.url}/__faults`, { method: 'DELETE' });
@@ -220,6 +227,11 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
     },
     startTwin: () => startStackProcess(env),
   };
+}
+
+/** Whether a stack failed to start because a port it was given was taken by then. */
+function portTaken(error: unknown): boolean {
+  return error instanceof Error && error.message.includes('is already in use');
 }
 
 /** Table and queue names no other fixture, file or run shares. */

@@ -25,7 +25,18 @@ export async function startStackProcess(
   port?: number,
   httpApiPort?: number,
 ): Promise<StackProcess> {
-  const apiPort = port ?? (await freePort());
+  if (port !== undefined) return startOn(env, port, httpApiPort);
+  // A port chosen here can be taken by another process in the second the stack takes to start: try a new one.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startOn(env, await freePort(), httpApiPort);
+    } catch (error) {
+      if (attempt === 3 || !(error instanceof Error) || !error.message.includes('is already in use')) throw error;
+    }
+  }
+}
+
+async function startOn(env: Record<string, string>, apiPort: number, httpApiPort?: number): Promise<StackProcess> {
   const child = spawnStack({ ...env, PORT: String(apiPort), HTTP_API_PORT: String(httpApiPort ?? 0) });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => {
