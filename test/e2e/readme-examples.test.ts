@@ -27,6 +27,13 @@ const stackExamples = [
   ),
 ];
 
+/** The orders page's example (docs/orders.md): an order, the stock it holds, and the shipments booked. */
+const orderExamples = [
+  ...readFileSync(join(__dirname, '..', '..', 'docs', 'orders.md'), 'utf8').matchAll(/```sh\n([\s\S]*?)```/g),
+]
+  .map((match) => match[1] ?? '')
+  .filter((block) => /\$(API|PROCESSOR)\b/.test(block));
+
 // With the sandbox processor `npm start` runs for itself, as a newcomer's would.
 const e2e = e2eStack({ name: 'readme', processor: 'stack' });
 let exports: string;
@@ -104,5 +111,28 @@ describe("the README's examples, run as printed", () => {
     const { statuses } = await runExample(stackExamples[3] ?? '');
     expect(statuses).toEqual([503, 201]);
     expect(await chargeCount()).toBe(2);
+  });
+});
+
+describe("the orders page's example, run as printed", () => {
+  it('is the one this test knows what to expect of', () => {
+    expect(orderExamples).toHaveLength(1);
+  });
+
+  it('creates an order that holds its stock and books one shipment, and replays it when run again', async () => {
+    const first = await runExample(orderExamples[0] ?? '');
+    expect(first.statuses).toEqual([201]);
+    const orderId = /"id":"(ord_[0-9a-f]+)"/.exec(first.output)?.[1];
+    expect(orderId).toBeDefined();
+    expect(first.output).toMatch(/"status":"confirmed"/);
+    expect(first.output).toMatch(/\{"sku":"sku_widget","available":\d+,"reserved":[1-9]\d*\}/);
+    const again = await runExample(orderExamples[0] ?? '');
+    expect(again.statuses).toEqual([201]);
+    expect(again.output).toMatch(/^Idempotent-Replayed: true/im);
+    // The warehouse dedupes nothing: one shipment for the order's reference means the booking ran once.
+    expect(again.output).toContain(`"reference":"${orderId}"`);
+    const processor = /^export PROCESSOR=(\S+)$/m.exec(exports)?.[1];
+    const shipments = (await (await fetch(`${processor}/shipments`)).json()) as { reference: string }[];
+    expect(shipments.filter((shipment) => shipment.reference === orderId)).toHaveLength(1);
   });
 });
