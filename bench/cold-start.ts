@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { build, type Metafile } from 'esbuild';
-import { LIBRARY_SOURCE_CONDITION } from '../lib/infra/library-source';
+import { BUNDLE_CONDITIONS } from '../lib/infra/library-source';
 import {
   LAMBDA_BUNDLING,
   LAMBDA_NODE_OPTIONS,
@@ -146,7 +146,7 @@ export const ESBUILD_OPTIONS = {
   sourcemap: LAMBDA_BUNDLING.sourceMap ?? false,
   sourcesContent: LAMBDA_BUNDLING.sourcesContent ?? true,
   mainFields: [...(LAMBDA_BUNDLING.mainFields ?? [])],
-  conditions: [LIBRARY_SOURCE_CONDITION] as string[],
+  conditions: [...BUNDLE_CONDITIONS] as string[],
   ...(LAMBDA_BUNDLING.banner ? { banner: { js: LAMBDA_BUNDLING.banner } } : {}),
   // Tracing compiled out, as in an environment without it (dev); a bundle that has it uses lambdaBundling's define.
   define: { ...LAMBDA_BUNDLING.define },

@@ -6,7 +6,7 @@ import { startApiGateway } from '@keystone-idempotency/local-aws/api-gateway';
 import type { LocalLog } from '@keystone-idempotency/local-aws/log';
 import { startSourceFunctions } from '@keystone-idempotency/local-aws/source-functions';
 import autocannon from 'autocannon';
-import { LIBRARY_SOURCE_CONDITION } from '../lib/infra/library-source';
+import { BUNDLE_CONDITIONS } from '../lib/infra/library-source';
 import { type LocalStack, startLocalStack } from '../lib/local/stack';
 import { type Sandbox, startSandbox } from '../lib/sandbox/processor';
 import { interleave, type LatencySummary, now, summarize } from './measure';
@@ -131,7 +131,7 @@ async function startPlainApi(stack: LocalStack, processorUrl: string, log: Local
     },
     tsconfig: join(__dirname, '..', 'tsconfig.json'),
     // The library by name, to its sources, as the stack's own functions are bundled (lib/local/service-functions.ts).
-    conditions: [LIBRARY_SOURCE_CONDITION],
+    conditions: [...BUNDLE_CONDITIONS],
   });
   try {
     const api = await startApiGateway({

@@ -6,3 +6,11 @@
  * don't know the condition and get the package's dist/.
  */
 export const LIBRARY_SOURCE_CONDITION = 'keystone-source';
+
+/**
+ * esbuild's export conditions for a bundle of this repository's code: the library's source condition, and `module`.
+ * esbuild applies `module` by itself only when no custom condition is given; without it the AWS SDK's packages
+ * resolve to their CommonJS builds, which esbuild cannot tree-shake: 136 KB more in every function (the DynamoDB
+ * client alone, bench/sdk-floor.ts, bundles to 472 KB instead of 335 KB) and a slower cold start.
+ */
+export const BUNDLE_CONDITIONS: readonly string[] = [LIBRARY_SOURCE_CONDITION, 'module'];

@@ -8,7 +8,7 @@ import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { EnvironmentConfig, StoreKind } from './environments';
 import type { FunctionSpec } from './functions';
-import { LIBRARY_SOURCE_CONDITION } from './library-source';
+import { BUNDLE_CONDITIONS } from './library-source';
 import { localEsbuildVersion } from './local-esbuild';
 
 /** Every function's runtime; esbuild's target follows from it (node22). */
@@ -44,8 +44,9 @@ export const LAMBDA_BUNDLING: BundlingOptions = {
   // Node reads and parses at every cold start (--enable-source-maps) is about a third of the size.
   sourcesContent: false,
   forceDockerBundling: false,
-  // The library by name, to its sources (its package.json's `keystone-source` condition; tsconfig.json says why).
-  esbuildArgs: { '--conditions': LIBRARY_SOURCE_CONDITION },
+  // The library by name, to its sources (its package.json's `keystone-source` condition; tsconfig.json says why),
+  // and `module`, which esbuild drops once a condition is named: the SDK's tree-shakable builds (library-source.ts).
+  esbuildArgs: { '--conditions': BUNDLE_CONDITIONS.join(',') },
   define: { ...tracingDefine(false), ...storeDefine('dynamodb') },
 };
 

@@ -13,7 +13,7 @@ import {
 import type { QueueWithDlq } from '@keystone-idempotency/local-aws/sqs';
 import { type SqsPoller, startSqsPoller } from '@keystone-idempotency/local-aws/sqs-poller';
 import { type FunctionSpec, serviceFunctions } from '../infra/functions';
-import { LIBRARY_SOURCE_CONDITION } from '../infra/library-source';
+import { BUNDLE_CONDITIONS } from '../infra/library-source';
 import { storeKind } from '../payments/config';
 import { localName, onlyTriggeredBy, triggeredBy } from './service-definitions';
 import type { StackSettings } from './stack-settings';
@@ -68,7 +68,7 @@ export function bundleServiceSources(settings: Readonly<Record<string, string | 
     tsconfig: join(ROOT, 'tsconfig.json'),
     define: sourceDefines(settings),
     // The library by name, to its sources, as the deployment's bundling resolves it (LAMBDA_BUNDLING's esbuildArgs).
-    conditions: [LIBRARY_SOURCE_CONDITION],
+    conditions: [...BUNDLE_CONDITIONS],
   });
 }
 

@@ -8,7 +8,7 @@ import type { OpenAPIObject } from 'openapi3-ts/oas31';
 import { Pool } from 'pg';
 import { environments } from '../../lib/infra/environments';
 import { serviceFunctions } from '../../lib/infra/functions';
-import { LIBRARY_SOURCE_CONDITION } from '../../lib/infra/library-source';
+import { BUNDLE_CONDITIONS } from '../../lib/infra/library-source';
 import { LAMBDA_BUNDLING } from '../../lib/infra/service-function';
 import { DeployedStack, referencedLogicalId } from '../../lib/local/cloud-assembly';
 import { localName } from '../../lib/local/service-definitions';
@@ -95,6 +95,20 @@ describe('the synthesized dev stack', () => {
     // The refund approval (a Lambda durable function, lib/infra/approval-workflow.ts) is deployed beside them; the
     // local stack does not run it (its tests run it on AWS's local durable runner).
     expect(deployed).toEqual([...serviceFunctions.map((spec) => spec.id), 'ApprovalWorkflow'].sort());
+  });
+
+  it("bundles the AWS SDK's tree-shakable ES builds, not its CommonJS ones, into every function", () => {
+    // esbuild drops the `module` condition once another is named (BUNDLE_CONDITIONS says why it is named again).
+    const stack = DeployedStack.load(assembly.directory);
+    for (const id of stack.functions.keys()) {
+      const { codeDirectory } = stack.function(id);
+      const { sources } = JSON.parse(readFileSync(join(codeDirectory, 'index.mjs.map'), 'utf8')) as {
+        sources: string[];
+      };
+      const sdk = sources.filter((source) => /node_modules\/@(aws-sdk|smithy)\//.test(source));
+      expect({ id, sdk: sdk.length > 0 }).toEqual({ id, sdk: true });
+      expect({ id, commonJs: sdk.filter((source) => source.includes('/dist-cjs/')) }).toEqual({ id, commonJs: [] });
+    }
   });
 
   it('sets up the local gateway, queue and schedule as the template sets up API Gateway, SQS and EventBridge', () => {
@@ -378,7 +392,7 @@ describe('a broken bundle stops the bundled run at start, naming the function an
       entryPoints: [join(root, entry)],
       outfile: join(outdir, 'index.mjs'),
       bundle: true,
-      conditions: [LIBRARY_SOURCE_CONDITION],
+      conditions: [...BUNDLE_CONDITIONS],
       platform: 'node',
       target: 'node22',
       format: 'esm',

@@ -4,7 +4,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import ts from 'typescript';
-import { LIBRARY_SOURCE_CONDITION } from '../../lib/infra/library-source';
+import { BUNDLE_CONDITIONS, LIBRARY_SOURCE_CONDITION } from '../../lib/infra/library-source';
 import { LAMBDA_BUNDLING } from '../../lib/infra/service-function';
 
 /**
@@ -76,7 +76,7 @@ describe("the library's entry points", () => {
     for (const script of ['start', 'processor', 'openapi', 'bench']) expect(service.scripts[script]).toContain(flag);
     const cdk = JSON.parse(readFileSync(join(root, 'cdk.json'), 'utf8')) as { app: string };
     expect(cdk.app).toContain(flag);
-    expect(LAMBDA_BUNDLING.esbuildArgs).toEqual({ '--conditions': LIBRARY_SOURCE_CONDITION });
+    expect(LAMBDA_BUNDLING.esbuildArgs).toEqual({ '--conditions': `${LIBRARY_SOURCE_CONDITION},module` });
     for (const { name, source } of entryPoints) expect(require.resolve(name)).toBe(source);
   });
 
@@ -87,7 +87,7 @@ describe("the library's entry points", () => {
       platform: 'node',
       format: 'esm',
       packages: 'bundle',
-      conditions: [LIBRARY_SOURCE_CONDITION],
+      conditions: [...BUNDLE_CONDITIONS],
       // The CDK construct's library is a deploy-time dependency, and bundling it alone takes most of a loaded
       // machine's test timeout; what is checked here is where our own names resolve.
       external: ['aws-cdk-lib', 'aws-cdk-lib/*', 'constructs'],

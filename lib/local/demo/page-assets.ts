@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { build } from 'esbuild';
-import { LIBRARY_SOURCE_CONDITION } from '../../infra/library-source';
+import { BUNDLE_CONDITIONS } from '../../infra/library-source';
 
 /** The page's three files, ready to serve. */
 export interface PageAssets {
@@ -26,7 +26,7 @@ export async function buildPageAssets(): Promise<PageAssets> {
       entryPoints: [join(PAGE_DIR, 'main.ts')],
       tsconfig: join(PAGE_DIR, 'tsconfig.json'),
       bundle: true,
-      conditions: [LIBRARY_SOURCE_CONDITION],
+      conditions: [...BUNDLE_CONDITIONS],
       platform: 'browser',
       format: 'esm',
       target: 'es2022',

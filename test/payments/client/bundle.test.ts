@@ -1,6 +1,6 @@
 import { join, relative } from 'node:path';
 import { build } from 'esbuild';
-import { LIBRARY_SOURCE_CONDITION } from '../../../lib/infra/library-source';
+import { BUNDLE_CONDITIONS } from '../../../lib/infra/library-source';
 
 /**
  * The payments client runs in the demo page as it is: bundled for the browser, it pulls in the library's client (by
@@ -14,7 +14,7 @@ describe('the payments client bundle', () => {
     const result = await build({
       entryPoints: [join(root, 'lib', 'payments', 'client', 'index.ts')],
       bundle: true,
-      conditions: [LIBRARY_SOURCE_CONDITION],
+      conditions: [...BUNDLE_CONDITIONS],
       platform: 'browser',
       format: 'esm',
       target: 'es2022',
