@@ -5,13 +5,9 @@ import {
   StepOutcomeUnknownError,
 } from 'keystone-idempotency/engine';
 import { problemResponse } from 'keystone-idempotency/http';
-import {
-  type CardDeclinedProblem,
-  type InsufficientStockProblem,
-  PaymentProblemType,
-  type PaymentRejectedProblem,
-  PROBLEM_TYPE_BASE,
-} from '../payments/problems';
+// The problem types from their own module: problems.ts builds zod schemas (for the OpenAPI document) at import.
+import { PaymentProblemType, PROBLEM_TYPE_BASE } from '../payments/problem-types';
+import type { CardDeclinedProblem, InsufficientStockProblem, PaymentRejectedProblem } from '../payments/problems';
 import type { ProcessorClient } from '../payments/processor-client';
 import type { OrderMailerClient } from './mailer-client';
 import { orderCreated, orderIdFor, pendingOrder } from './order';

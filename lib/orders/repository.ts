@@ -1,11 +1,5 @@
-import {
-  type Inventory,
-  ORDER_STEPS,
-  type Order,
-  type OrderLine,
-  type OrderStepName,
-  type OrderWithSteps,
-} from './schema';
+import type { Inventory, Order, OrderLine, OrderWithSteps } from './schema';
+import { ORDER_STEPS, type OrderStepName } from './steps';
 
 /** A line the stock cannot cover: what was asked, and what is left. */
 export interface Shortage {

@@ -1,6 +1,7 @@
 import { SQS_TEXT } from 'keystone-idempotency/sqs';
 import * as z from 'zod/mini';
 import { Amount, Currency, sourceLength } from '../payments/payment-schema';
+import { ORDER_STEPS } from './steps';
 
 /**
  * POST /orders and what the orders API answers, as zod schemas: the handlers validate and type by them, and the
@@ -55,9 +56,7 @@ export type OrderRequest = z.infer<typeof OrderRequest>;
 
 export const ORDER_ID = /^ord_[0-9a-f]{24}$/;
 
-/** The steps of an order, in the order they run. */
-export const ORDER_STEPS = ['reserve', 'charge', 'ship', 'notify'] as const;
-export type OrderStepName = (typeof ORDER_STEPS)[number];
+export { ORDER_STEPS, type OrderStepName } from './steps';
 
 /** One step of an order as GET /orders/{id} shows it. */
 export const OrderStep = z.strictObject({

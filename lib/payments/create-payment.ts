@@ -2,12 +2,9 @@ import type { APIGatewayProxyResult } from 'aws-lambda';
 import type { IdempotencyHandle } from 'keystone-idempotency/engine';
 import { problemResponse } from 'keystone-idempotency/http';
 import { chargeReference, paymentCreated, paymentFromCharge } from './payment';
-import {
-  type CardDeclinedProblem,
-  PaymentProblemType,
-  type PaymentRejectedProblem,
-  PROBLEM_TYPE_BASE,
-} from './problems';
+// The problem types from their own module: problems.ts builds zod schemas (for the OpenAPI document) at import.
+import { PaymentProblemType, PROBLEM_TYPE_BASE } from './problem-types';
+import type { CardDeclinedProblem, PaymentRejectedProblem } from './problems';
 import type { ProcessorClient } from './processor-client';
 import type { PaymentRequest } from './schema';
 import type { PaymentsRepository } from './store';

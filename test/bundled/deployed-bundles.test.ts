@@ -111,6 +111,14 @@ describe('the synthesized dev stack', () => {
     }
   });
 
+  it("builds no schema at the payments function's cold start that only the OpenAPI document or orders use", () => {
+    // problems.ts and the orders' schema.ts build zod schemas at import: milliseconds of every cold start, for nothing.
+    const { codeDirectory } = DeployedStack.load(assembly.directory).function('PaymentsCreate');
+    const { sources } = JSON.parse(readFileSync(join(codeDirectory, 'index.mjs.map'), 'utf8')) as { sources: string[] };
+    expect(sources.some((source) => source.endsWith('lib/payments/schema.ts'))).toBe(true);
+    expect(sources.filter((source) => /lib\/(payments\/problems|orders\/schema)\.ts$/.test(source))).toEqual([]);
+  });
+
   it('sets up the local gateway, queue and schedule as the template sets up API Gateway, SQS and EventBridge', () => {
     const { timeouts, idempotency } = dev;
     expect(deployedSettings(DeployedStack.load(assembly.directory))).toEqual({
