@@ -45,7 +45,22 @@ export interface BenchReport {
   readonly correctness: readonly CorrectnessCheck[];
 }
 
-export function renderReport(report: BenchReport): string {
+/**
+ * How tables and headings are written: as the terminal report, or as Markdown, aligned, for bench/README.md to quote
+ * (`npx tsx --conditions=keystone-source bench/markdown.ts [results.json]`). Set for the length of one render.
+ */
+let style: 'text' | 'markdown' = 'text';
+
+export function renderReport(report: BenchReport, options: { readonly markdown?: boolean } = {}): string {
+  style = options.markdown ? 'markdown' : 'text';
+  try {
+    return render(report);
+  } finally {
+    style = 'text';
+  }
+}
+
+function render(report: BenchReport): string {
   const { machine, settings } = report;
   const out: string[] = [];
   out.push(
@@ -623,19 +638,23 @@ function partRows(bundles: readonly BundleResult[]): string[][] {
 }
 
 function heading(text: string): string {
-  return `== ${text}`;
+  return style === 'markdown' ? `### ${text}` : `== ${text}`;
 }
 
 function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = headers.map((header, column) =>
-    Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)),
+  const cell = (text: string) => (style === 'markdown' ? text.replaceAll('|', '\\|') : text);
+  const cells = [headers, ...rows].map((row) => headers.map((_, column) => cell(row[column] ?? '')));
+  const widths = headers.map((_, column) =>
+    Math.max(style === 'markdown' ? 3 : 0, ...cells.map((row) => (row[column] ?? '').length)),
   );
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
+  const padded = (row: readonly string[]) => row.map((text, column) => text.padEnd(widths[column] ?? 0));
+  const rule = widths.map((width) => '-'.repeat(width));
+  if (style === 'markdown') {
+    const line = (row: readonly string[]) => `| ${padded(row).join(' | ')} |`;
+    return ['', line(cells[0] ?? []), line(rule), ...cells.slice(1).map(line), ''].join('\n');
+  }
+  const line = (row: readonly string[]) => padded(row).join('  ').trimEnd();
+  return [line(cells[0] ?? []), line(rule), ...cells.slice(1).map(line)].join('\n');
 }
 
 function ms(value: number): string {

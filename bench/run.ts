@@ -20,7 +20,7 @@
  * assertion fails.
  *
  *   BENCH_CALLS=500          calls per variant and path          BENCH_WARMUP=50     unmeasured rounds first
- *   BENCH_STORM_ROUNDS=3     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
+ *   BENCH_STORM_ROUNDS=7     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
  *   BENCH_HTTP_REQUESTS=1000 per API for first requests/replays  BENCH_HTTP_STORMS=10 50-way double taps per API
  *   BENCH_SETTLEMENT_BURST=50 payments settled at once           BENCH_SETTLEMENT_EARLY=5 early events, in turn
  *   BENCH_ORDER_CALLS=200    orders per variant and path         BENCH_SUSTAINED_SECONDS=60 per store and traffic
@@ -61,7 +61,7 @@ const settings = {
   stormCalls: DEFAULT_STORM.calls,
   stormKeys: DEFAULT_STORM.keys,
   stormConcurrency: DEFAULT_STORM.concurrency,
-  stormRounds: positive('BENCH_STORM_ROUNDS', 3),
+  stormRounds: positive('BENCH_STORM_ROUNDS', 7),
   httpRequests: positive('BENCH_HTTP_REQUESTS', 1000),
   httpWarmup: 200,
   httpSlices: 4,
