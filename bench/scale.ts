@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { BatchWriteCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, paginateScan } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { fingerprint, scopedKey } from 'keystone-idempotency/engine';
 import { migrate, PostgresStore } from 'keystone-idempotency/postgres';
@@ -263,15 +263,20 @@ async function dynamoDbScale(
       throw new Error('DynamoDB scale: could not write the prototype record');
     }
     const table = variant.idempotencyTable as string;
-    const { Items } = await variant.documentClient.send(
-      new ScanCommand({
+    // Every page: the table also holds the per-call sections' and the storms' records, far more than a Scan's 1 MB.
+    let proto: Record<string, unknown> | undefined;
+    for await (const page of paginateScan(
+      { client: variant.documentClient },
+      {
         TableName: table,
         FilterExpression: '#status = :status',
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: { ':status': 'COMPLETED' },
-      }),
-    );
-    const proto = Items?.find((item) => String(item.pk).endsWith('|proto'));
+      },
+    )) {
+      proto = page.Items?.find((item) => String(item.pk).endsWith('|proto'));
+      if (proto) break;
+    }
     if (!proto) throw new Error('DynamoDB scale: the prototype record is not in the table');
     const size = itemBytes(marshall(proto, { removeUndefinedValues: true }));
     const deadline = now() + options.dynamoDbBudgetSeconds * 1000;
