@@ -56,6 +56,8 @@ export interface CorrectnessCheck {
 /** The payments function's bundle (dev), in KB of 1024 bytes like every size in this report, and its import time. */
 const MAX_BUNDLE_KB = 450;
 const MAX_IMPORT_RATIO = 0.6;
+/** Issue 25: the payments function's import against the floor, the DynamoDB client alone as both handlers create it. */
+const MAX_FLOOR_RATIO = 1.1;
 
 const x = (ratio: number) => `${ratio.toFixed(2)}x`;
 const ci = (interval: Interval) => `[${interval.low.toFixed(2)}-${interval.high.toFixed(2)}]`;
@@ -203,6 +205,19 @@ export function checkTargets(
       anchor: `${ms(other.importMs.median)}, ${kb(other.bytes)}`,
       met: ratio <= MAX_IMPORT_RATIO,
       withinNoise: interval.low <= MAX_IMPORT_RATIO,
+    });
+  }
+  const floor = bundle('sdk-floor');
+  if (ours && floor) {
+    const ratio = ours.importMs.median / floor.importMs.median;
+    const interval = medianRatioInterval(ours.importSamples, floor.importSamples);
+    checks.push({
+      target: 'payments import time vs the SDK floor (the DynamoDB client alone)',
+      goal: `at most ${MAX_FLOOR_RATIO}x its median`,
+      measured: `${ms(ours.importMs.median)}, ${x(ratio)} ${ci(interval)}`,
+      anchor: `floor: ${ms(floor.importMs.median)}, ${kb(floor.bytes)}`,
+      met: ratio <= MAX_FLOOR_RATIO,
+      withinNoise: interval.low <= MAX_FLOOR_RATIO,
     });
   }
   if (settlement) {
