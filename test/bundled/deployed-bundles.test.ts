@@ -87,6 +87,12 @@ async function fault(sandbox: Sandbox, body: unknown) {
   expect(response.ok).toBe(true);
 }
 
+/** The source files a deployed function's bundle was built from, as its source map names them. */
+function mapSources(stack: DeployedStack, id: string): string[] {
+  const { codeDirectory } = stack.function(id);
+  return (JSON.parse(readFileSync(join(codeDirectory, 'index.mjs.map'), 'utf8')) as { sources: string[] }).sources;
+}
+
 describe('the synthesized dev stack', () => {
   it('deploys the functions of the FunctionSpec table, each of which the local stack runs, and the durable one', () => {
     const stack = DeployedStack.load(assembly.directory);
@@ -101,11 +107,7 @@ describe('the synthesized dev stack', () => {
     // esbuild drops the `module` condition once another is named (BUNDLE_CONDITIONS says why it is named again).
     const stack = DeployedStack.load(assembly.directory);
     for (const id of stack.functions.keys()) {
-      const { codeDirectory } = stack.function(id);
-      const { sources } = JSON.parse(readFileSync(join(codeDirectory, 'index.mjs.map'), 'utf8')) as {
-        sources: string[];
-      };
-      const sdk = sources.filter((source) => /node_modules\/@(aws-sdk|smithy)\//.test(source));
+      const sdk = mapSources(stack, id).filter((source) => /node_modules\/@(aws-sdk|smithy)\//.test(source));
       expect({ id, sdk: sdk.length > 0 }).toEqual({ id, sdk: true });
       expect({ id, commonJs: sdk.filter((source) => source.includes('/dist-cjs/')) }).toEqual({ id, commonJs: [] });
     }
@@ -113,8 +115,7 @@ describe('the synthesized dev stack', () => {
 
   it("builds no schema at the payments function's cold start that only the OpenAPI document or orders use", () => {
     // problems.ts and the orders' schema.ts build zod schemas at import: milliseconds of every cold start, for nothing.
-    const { codeDirectory } = DeployedStack.load(assembly.directory).function('PaymentsCreate');
-    const { sources } = JSON.parse(readFileSync(join(codeDirectory, 'index.mjs.map'), 'utf8')) as { sources: string[] };
+    const sources = mapSources(DeployedStack.load(assembly.directory), 'PaymentsCreate');
     expect(sources.some((source) => source.endsWith('lib/payments/schema.ts'))).toBe(true);
     expect(sources.filter((source) => /lib\/(payments\/problems|orders\/schema)\.ts$/.test(source))).toEqual([]);
   });
@@ -506,11 +507,7 @@ describe('the service on PostgreSQL, from the bundles of `cdk synth -c env=dev -
     }),
   });
 
-  function bundleSources(id: string): string[] {
-    const { codeDirectory } = DeployedStack.load(postgresAssembly.directory).function(id);
-    const map = JSON.parse(readFileSync(join(codeDirectory, 'index.mjs.map'), 'utf8')) as { sources: string[] };
-    return map.sources;
-  }
+  const bundleSources = (id: string) => mapSources(DeployedStack.load(postgresAssembly.directory), id);
 
   it('synthesizes without a warning', () => {
     expect(postgresAssembly.output).not.toMatch(/warn/i);

@@ -18,21 +18,20 @@ const readme = ['README.md', 'docs/payments-api.md']
   .map((path) => readFileSync(join(__dirname, '..', '..', path), 'utf8'))
   .join('\n');
 
-/** The `sh` blocks that talk to a running stack (they use the banner's variables), each once. */
-const stackExamples = [
-  ...new Set(
-    [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
-      .map((match) => match[1] ?? '')
-      .filter((block) => /\$(API|HTTP_API|PROCESSOR)\b/.test(block)),
-  ),
-];
+/** A page's `sh` blocks that talk to a running stack (they use the banner's variables), each once. */
+function stackBlocks(markdown: string): string[] {
+  return [
+    ...new Set(
+      [...markdown.matchAll(/```sh\n([\s\S]*?)```/g)]
+        .map((match) => match[1] ?? '')
+        .filter((block) => /\$(API|HTTP_API|PROCESSOR)\b/.test(block)),
+    ),
+  ];
+}
 
+const stackExamples = stackBlocks(readme);
 /** The orders page's example (docs/orders.md): an order, the stock it holds, and the shipments booked. */
-const orderExamples = [
-  ...readFileSync(join(__dirname, '..', '..', 'docs', 'orders.md'), 'utf8').matchAll(/```sh\n([\s\S]*?)```/g),
-]
-  .map((match) => match[1] ?? '')
-  .filter((block) => /\$(API|PROCESSOR)\b/.test(block));
+const orderExamples = stackBlocks(readFileSync(join(__dirname, '..', '..', 'docs', 'orders.md'), 'utf8'));
 
 // With the sandbox processor `npm start` runs for itself, as a newcomer's would.
 const e2e = e2eStack({ name: 'readme', processor: 'stack' });

@@ -6,7 +6,7 @@ import { Pool } from 'pg';
 import type { StoreKind } from '../../lib/payments/config';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { eventually } from './eventually';
-import { type StackProcess, startStackProcess } from './local-stack-process';
+import { portTaken, type StackProcess, startStackProcess } from './local-stack-process';
 import { postgresUrl } from './postgres';
 import { e2eStore, inspectService, type ServiceInspector } from './service-data';
 
@@ -227,11 +227,6 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
     },
     startTwin: () => startStackProcess(env),
   };
-}
-
-/** Whether a stack failed to start because a port it was given was taken by then. */
-function portTaken(error: unknown): boolean {
-  return error instanceof Error && error.message.includes('is already in use');
 }
 
 /** Table and queue names no other fixture, file or run shares. */

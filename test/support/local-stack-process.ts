@@ -31,9 +31,14 @@ export async function startStackProcess(
     try {
       return await startOn(env, await freePort(), httpApiPort);
     } catch (error) {
-      if (attempt === 3 || !(error instanceof Error) || !error.message.includes('is already in use')) throw error;
+      if (attempt === 3 || !portTaken(error)) throw error;
     }
   }
+}
+
+/** Whether a stack failed to start because a port it was given was taken by then (lib/local/ports.ts's message). */
+export function portTaken(error: unknown): boolean {
+  return error instanceof Error && error.message.includes('is already in use');
 }
 
 async function startOn(env: Record<string, string>, apiPort: number, httpApiPort?: number): Promise<StackProcess> {
