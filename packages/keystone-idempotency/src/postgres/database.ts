@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { IdempotencyError } from '../engine/errors.js';
 import { isConflict, isConnectionFailure, isQueryTimeout, isSkipped } from './database-errors.js';
@@ -111,6 +112,7 @@ export class Database {
     this.conflictAttempts = Math.max(1, options.conflictAttempts ?? 5);
     this.deadline = options.deadline ?? (() => undefined);
     this.prepare = options.prepareStatements ?? true;
+    surviveIdleErrors(pool);
   }
 
   /**
@@ -199,6 +201,33 @@ export class Database {
       return value;
     }
   }
+}
+
+/** Pools already given {@link surviveIdleErrors}'s listener: one each, however many stores share a pool. */
+const listenedPools = new WeakSet<object>();
+
+/**
+ * pg emits the error of a connection that dies idle in the pool (a session the server ended: a failover, RDS Proxy's
+ * idle cut, an administrator) on the Pool, and an 'error' nobody listens to ends the process. The pool has dropped
+ * that connection already and the next call opens another, so nothing is lost: this listener keeps the process
+ * alive, and says so once when it is the only one listening. The application's own listeners still hear every error.
+ */
+export function surviveIdleErrors(pool: Pick<Pool, 'connect'>): void {
+  const emitter = pool as Partial<Pick<EventEmitter, 'on' | 'listenerCount'>>;
+  const { on, listenerCount } = emitter;
+  if (typeof on !== 'function' || typeof listenerCount !== 'function' || listenedPools.has(emitter)) return;
+  listenedPools.add(emitter);
+  let told = false;
+  on.call(emitter, 'error', (error: unknown) => {
+    if (told || listenerCount.call(emitter, 'error') !== 1) return;
+    told = true;
+    const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+    console.warn(
+      'keystone-idempotency: the server closed an idle PostgreSQL connection; the pool dropped it and opens another ' +
+        "for the next call. Told once: listen for the pool's 'error' event to hear each one.",
+      { code, message },
+    );
+  });
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { surviveIdleErrors } from './database.js';
 import { schemaV1, schemaV2, type TableNames, type TableOptions, tableNames } from './schema.js';
 
 /** One step of the schema, applied once per table and recorded in the table's migrations table. */
@@ -39,6 +40,8 @@ export async function migrate(
   options: TableOptions = {},
 ): Promise<{ readonly applied: readonly number[] }> {
   const names = tableNames(options);
+  // A deploy step's pool may have no 'error' listener of its own, and its connection goes back to it idle.
+  surviveIdleErrors(pool);
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
