@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { EffectConditionFailedError, ResponseTooLargeError } from '../../engine/errors.js';
+import type { StoredResponse } from '../../engine/record.js';
+import { assertMatches, rejection } from '../match.js';
+import { acquire, type Contract, created, newKey } from './context.js';
+
+/** The commit with effects: all or nothing, within the limits, the response kept byte for byte. */
+export function describeCommit<TEffect>(contract: Contract<TEffect>): void {
+  const { h, describe, it, store, countingIt } = contract;
+  describe('commit', () => {
+    it('writes neither the effect nor the completion when an effect condition fails', async () => {
+      const s = store();
+      const key = newKey();
+      const first = await acquire(s, key);
+      const error = await rejection(s.commit(first, created, [h.effect(key, 'p'), h.blockedEffect()]));
+      assert.ok(error instanceof EffectConditionFailedError, `expected EffectConditionFailedError, got ${error}`);
+      assert.equal(error.index, 1);
+      assert.equal(await h.rowsUnder(key), 0);
+      assert.equal((await s.claim(key, 'fp')).kind, 'in_flight');
+    });
+
+    it('refuses a response too large to store, writing nothing', async () => {
+      const s = store();
+      const key = newKey();
+      const first = await acquire(s, key);
+      const huge = { ...created, body: 'x'.repeat(h.maxResponseBytes + 1) };
+      await assert.rejects(s.commit(first, huge, [h.effect(key, 'p')]), ResponseTooLargeError);
+      assert.equal(await h.rowsUnder(key), 0);
+    });
+
+    countingIt('is one round trip when effects are staged', async (counter) => {
+      const s = store();
+      const key = newKey();
+      const first = await acquire(s, key);
+      counter.reset();
+      await s.commit(first, created, [h.effect(key, 'p')]);
+      assert.equal(counter.count, 1);
+    });
+
+    it('replays the stored response byte for byte: status, headers, and a body of any characters', async () => {
+      const s = store();
+      const key = newKey();
+      const odd: StoredResponse = {
+        statusCode: 402,
+        body: '{"é":"😀","nul":"\u0000","quote":"\\"","line":"a\\nb"}',
+        headers: { 'Content-Type': 'application/problem+json', Location: '/payments/p 1' },
+      };
+      await s.commit(await acquire(s, key), odd);
+      const replay = await s.claim(key, 'fp');
+      assert.equal(replay.kind, 'replay');
+      if (replay.kind === 'replay') assert.deepStrictEqual({ ...replay.response }, odd);
+    });
+
+    it('keeps a binary (base64-encoded) response as it was stored', async () => {
+      const s = store();
+      const key = newKey();
+      const binary: StoredResponse = {
+        statusCode: 200,
+        body: Buffer.from([0, 1, 2, 250, 255]).toString('base64'),
+        headers: { 'Content-Type': 'application/octet-stream' },
+        isBase64Encoded: true,
+      };
+      await s.commit(await acquire(s, key), binary);
+      assertMatches(await s.claim(key, 'fp'), { kind: 'replay', response: binary });
+    });
+  });
+}

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import type { IdempotencyStore } from '../../engine/contract.js';
+import type { Lease } from '../../engine/record.js';
+import { ManualClock } from '../manual-clock.js';
+import { type Contract, created, LEASE_MS, newKey } from './context.js';
+
+/** findDue, the recovery set: what is due and when, oldest first, out once committed. */
+export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
+  const { describe, it, store } = contract;
+  describe('findDue (the recovery set)', () => {
+    // Every case reads with a limit far above what a test table holds, and keeps to its own keys: other cases'
+    // records share the table. Clocks start at the real now (DynamoDB Local's TTL sweeper works in wall-clock time).
+    const dueKeys = async (s: IdempotencyStore<TEffect>) => (await s.findDue({ limit: 1000 })).map((due) => due.key);
+    const claimRecoverable = async (s: IdempotencyStore<TEffect>, key: string): Promise<Lease> => {
+      const outcome = await s.claim(key, 'fp', { recoverable: true });
+      if (outcome.kind !== 'acquired') assert.fail(`expected to acquire ${key}, got ${outcome.kind}`);
+      return outcome.lease;
+    };
+    /**
+     * An index may be eventually consistent (DynamoDB's is): wait until the set reflects the record's latest write,
+     * seen through a clock far ahead, before asking what is due now, so that "not due yet" never passes merely
+     * because the index had not caught up.
+     */
+    const settled = async (key: string, inSet: boolean): Promise<void> => {
+      const farAhead = store(new ManualClock(Date.UTC(2100, 0, 1)));
+      const deadline = Date.now() + 5000;
+      while ((await dueKeys(farAhead)).includes(key) !== inSet) {
+        if (Date.now() > deadline) assert.fail(`the recovery set never ${inSet ? 'showed' : 'dropped'} ${key}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+
+    it('lists an in-progress operation once its lease has run out, and not before', async () => {
+      const clock = new ManualClock(Date.now());
+      const s = store(clock);
+      const key = newKey();
+      assert.equal((await claimRecoverable(s, key)).recoverable, true);
+      await settled(key, true);
+      clock.advance(LEASE_MS - 1);
+      assert.equal((await dueKeys(s)).includes(key), false);
+      clock.advance(1);
+      assert.equal((await dueKeys(s)).includes(key), true);
+    });
+
+    it('lists a released operation a lease after its release: time for its client to come back first', async () => {
+      const clock = new ManualClock(Date.now());
+      const s = store(clock);
+      const key = newKey();
+      const lease = await claimRecoverable(s, key);
+      clock.advance(1000);
+      assert.equal(await s.release(lease), true);
+      await settled(key, true);
+      clock.advance(LEASE_MS - 1);
+      assert.equal((await dueKeys(s)).includes(key), false);
+      clock.advance(1);
+      assert.equal((await dueKeys(s)).includes(key), true);
+    });
+
+    it('drops an operation from the set when it commits, and never lists one claimed without recovery', async () => {
+      const clock = new ManualClock(Date.now());
+      const s = store(clock);
+      const committed = newKey();
+      const plain = newKey();
+      const lease = await claimRecoverable(s, committed);
+      await settled(committed, true);
+      await s.commit(lease, created);
+      const outcome = await s.claim(plain, 'fp');
+      if (outcome.kind !== 'acquired') assert.fail(`expected to acquire ${plain}, got ${outcome.kind}`);
+      assert.equal(outcome.lease.recoverable, false);
+      await s.release(outcome.lease);
+      // A recoverable claim made after both: once it shows, the set has caught up with them.
+      const control = newKey();
+      await claimRecoverable(s, control);
+      await settled(control, true);
+      await settled(committed, false);
+      clock.advance(10 * LEASE_MS);
+      const due = await dueKeys(s);
+      assert.deepEqual(
+        [committed, plain, control].map((key) => due.includes(key)),
+        [false, false, true],
+      );
+    });
+
+    it('answers oldest first, within its limit', async () => {
+      const clock = new ManualClock(Date.now());
+      const s = store(clock);
+      const keys = [newKey(), newKey(), newKey()];
+      for (const key of keys) {
+        await claimRecoverable(s, key);
+        clock.advance(10);
+      }
+      for (const key of keys) await settled(key, true);
+      clock.advance(LEASE_MS);
+      const due = (await s.findDue({ limit: 1000 })).filter((d) => keys.includes(d.key));
+      assert.deepEqual(
+        due.map((d) => d.key),
+        keys,
+      );
+      assert.ok(due.every((d, i) => i === 0 || d.recoverAt >= (due[i - 1]?.recoverAt ?? 0)));
+      assert.equal((await s.findDue({ limit: 2 })).length, 2);
+    });
+  });
+}
