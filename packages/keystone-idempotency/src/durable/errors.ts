@@ -32,7 +32,10 @@ export class StepInFlightError extends IdempotencyError {
   }
 }
 
-/** Two steps in one durable context took the same name: they would share one claim and one downstream key. */
+/**
+ * Two `idempotentStep` calls in one durable context took the same name, refused before the second runs. Steps in
+ * different contexts (items of a map, parallel branches, child contexts) may share a name: each has its own claim.
+ */
 export class DuplicateStepNameError extends IdempotencyError {
   constructor(readonly stepName: string) {
     super(

@@ -12,16 +12,22 @@ import type { IdempotencyHandle } from '../engine/operation.js';
 import { runIdempotently } from '../engine/run.js';
 import { DuplicateStepNameError, StepInFlightError } from './errors.js';
 import { hashOfParts } from './execution-name.js';
+import { assertStepIdentity, runningStepId, StepIdentityError } from './step-identity.js';
 
 /** What a step's work sees: the engine's handle, with a downstream key of the execution and step, and the SDK's own. */
 export interface DurableStepHandle<TEffect> extends IdempotencyHandle<TEffect> {
   /**
-   * The key to forward to the outside system: derived from the execution's ARN and the step's name, so it is the
-   * same on every replay and every retry of this step, in every invocation, however long the execution lasts (even
-   * past the store's TTL), and different for every other step and execution.
+   * The key to forward to the outside system: derived from the execution's ARN and the step's operation id, so it is
+   * the same on every replay and every retry of this step, in every invocation, however long the execution lasts
+   * (even past the store's TTL), and different for every other step and execution.
    */
   readonly downstreamKey: string;
   readonly executionArn: string;
+  /**
+   * The SDK's id of this step (`Operation.Id` in the execution's history): its place in the execution's tree of
+   * contexts, so items of a map, parallel branches and child contexts that use one name each have their own.
+   */
+  readonly operationId: string;
   readonly stepName: string;
   /** The SDK's step context (its logger, its 1-based `attempt`). */
   readonly stepContext: Parameters<StepFunc<unknown>>[0];
@@ -40,7 +46,7 @@ export interface IdempotentStepOptions<TResult, TEffect> {
   readonly inFlightRetries?: number;
 }
 
-/** Names used by idempotentStep in each durable context (one per invocation and child context). */
+/** Names used by idempotentStep in each durable context (a new one per invocation and per run of a child context). */
 const namesUsed = new WeakMap<object, Set<string>>();
 
 /**
@@ -49,15 +55,16 @@ const namesUsed = new WeakMap<object, Set<string>>();
  * threw is retried):
  *
  * ```
- *  context.step(name) ─► claim key(execution ARN, name) on the store
+ *  context.step(name) ─► claim key(execution ARN, the SDK's operation id of the step) on the store
  *      ├─ acquired: work(handle) ─► outside call with handle.downstreamKey ─► stage local writes
  *      │     └─ commit: the writes and the step's result, one transaction        ─► the SDK checkpoints the result
  *      ├─ completed before (the step ran, then crashed before its checkpoint) ─► the stored result; nothing runs
  *      └─ held by an earlier attempt still leased ─► StepInFlightError; the SDK retries after the lease
  * ```
  *
- * Names are unique within a durable context (use the item's id in a `map`): two steps under one name would share
- * one claim. A step's result must be JSON (it is stored, then checkpointed).
+ * The claim is the SDK's own step, its place in the execution's tree of contexts: the items of a `map`, the branches
+ * of a `parallel` and child contexts may use one name, each with its own claim. Within one context each name is used
+ * once ({@link DuplicateStepNameError}). A step's result must be JSON (it is stored, then checkpointed).
  *
  * @example
  * const charge = await idempotentStep(context, 'charge', async (step) => {
@@ -72,27 +79,30 @@ export function idempotentStep<TResult, TEffect>(
   work: (step: DurableStepHandle<TEffect>) => Promise<TResult>,
   options: IdempotentStepOptions<TResult, TEffect>,
 ): DurablePromise<TResult> {
+  assertStepIdentity(context);
   const used = namesUsed.get(context) ?? new Set<string>();
   namesUsed.set(context, used);
   if (used.has(name)) throw new DuplicateStepNameError(name);
   used.add(name);
   const executionArn = context.executionContext.durableExecutionArn;
-  const key = hashOfParts('durable-step:', executionArn, name);
-  const downstreamKey = hashOfParts('dstep_', executionArn, name);
   const fallback = options.config?.retryStrategy ?? retryPresets.default;
   const inFlightRetries = options.inFlightRetries ?? 10;
 
   return context.step(
     name,
     async (stepContext) => {
+      // Read before any await: on a runtime without AsyncLocalStorage the SDK forgets the running step at the first.
+      const operationId = runningStepId(context, name);
+      const key = hashOfParts('durable-step:', executionArn, operationId);
+      const downstreamKey = hashOfParts('dstep_', executionArn, operationId);
       const outcome = await runIdempotently<TResult, TEffect>(
         options.store,
-        // The key alone names the step: nothing else can differ between its attempts.
+        // The key names the step; its name is fingerprinted, so a step found under another name is a mismatch.
         { key, fingerprint: fingerprint({ operation: 'durable-step', body: name, contentType: 'text/plain' }) },
         (handle) =>
           work(
             // Everything the engine's handle holds (its staging, whatever it gains), with the step's own key.
-            Object.freeze({ ...handle, downstreamKey, executionArn, stepName: name, stepContext }),
+            Object.freeze({ ...handle, downstreamKey, executionArn, operationId, stepName: name, stepContext }),
           ),
         { invocation: context.lambdaContext },
       );
@@ -114,6 +124,7 @@ export function idempotentStep<TResult, TEffect>(
     {
       ...options.config,
       retryStrategy: (error: Error, attempt: number): RetryDecision => {
+        if (error instanceof StepIdentityError || error.name === 'StepIdentityError') return { shouldRetry: false };
         if (error instanceof StepInFlightError || (error as { name?: string }).name === 'StepInFlightError') {
           const ms = error instanceof StepInFlightError ? error.retryAfterMs : 1000;
           return { shouldRetry: attempt <= inFlightRetries, delay: { seconds: Math.max(1, Math.ceil(ms / 1000)) } };
