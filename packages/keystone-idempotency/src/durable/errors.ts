@@ -1,4 +1,4 @@
-import { IdempotencyError } from '../engine/errors.js';
+import { IdempotencyError, StepUsageError } from '../engine/errors.js';
 import type { IdempotencyRecord } from '../engine/record.js';
 
 /**
@@ -35,10 +35,13 @@ export class StepInFlightError extends IdempotencyError {
 /**
  * Two `idempotentStep` calls in one durable context took the same name, refused before the second runs. Steps in
  * different contexts (items of a map, parallel branches, child contexts) may share a name: each has its own claim.
+ * A name Lambda would refuse is a `StepUsageError` too (`invalid_name`).
  */
-export class DuplicateStepNameError extends IdempotencyError {
+export class DuplicateStepNameError extends StepUsageError {
   constructor(readonly stepName: string) {
     super(
+      stepName,
+      'duplicate_name',
       `idempotentStep name ${JSON.stringify(stepName)} is used twice in one durable context: give each step its own`,
     );
     this.name = 'DuplicateStepNameError';

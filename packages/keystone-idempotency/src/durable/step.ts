@@ -7,6 +7,7 @@ import {
   type StepFunc,
 } from '@aws/durable-execution-sdk-js';
 import type { IdempotencyStore } from '../engine/contract.js';
+import { StepUsageError } from '../engine/errors.js';
 import { fingerprint } from '../engine/fingerprint.js';
 import type { IdempotencyHandle } from '../engine/operation.js';
 import { runIdempotently } from '../engine/run.js';
@@ -49,6 +50,9 @@ export interface IdempotentStepOptions<TResult, TEffect> {
 /** Names used by idempotentStep in each durable context (a new one per invocation and per run of a child context). */
 const namesUsed = new WeakMap<object, Set<string>>();
 
+/** What Lambda takes as an operation's name (`OperationUpdate.Name`): 1 to 256 printable ASCII characters. */
+const STEP_NAME = /^[\x20-\x7E]{1,256}$/;
+
 /**
  * A durable step whose outside effect happens once and whose local writes commit once, although the SDK runs a step
  * at least once (a step that did its work and crashed before its checkpoint runs again on replay, and a step that
@@ -64,7 +68,8 @@ const namesUsed = new WeakMap<object, Set<string>>();
  *
  * The claim is the SDK's own step, its place in the execution's tree of contexts: the items of a `map`, the branches
  * of a `parallel` and child contexts may use one name, each with its own claim. Within one context each name is used
- * once ({@link DuplicateStepNameError}). A step's result must be JSON (it is stored, then checkpointed).
+ * once ({@link DuplicateStepNameError}); a name is what Lambda takes, 1 to 256 printable ASCII characters
+ * (`StepUsageError`, `invalid_name`). A step's result must be JSON (it is stored, then checkpointed).
  *
  * @example
  * const charge = await idempotentStep(context, 'charge', async (step) => {
@@ -79,6 +84,13 @@ export function idempotentStep<TResult, TEffect>(
   work: (step: DurableStepHandle<TEffect>) => Promise<TResult>,
   options: IdempotentStepOptions<TResult, TEffect>,
 ): DurablePromise<TResult> {
+  if (!STEP_NAME.test(name)) {
+    throw new StepUsageError(
+      name,
+      'invalid_name',
+      `an idempotentStep name is 1 to 256 printable ASCII characters, as Lambda takes it; got ${JSON.stringify(name)}`,
+    );
+  }
   assertStepIdentity(context);
   const used = namesUsed.get(context) ?? new Set<string>();
   namesUsed.set(context, used);

@@ -327,6 +327,48 @@ describe.each(subjects)('idempotentStep on $name', (subject) => {
   });
 });
 
+describe('idempotentStep names', () => {
+  const subject = subjects[0] as Subject;
+
+  it.each([
+    ['empty', ''],
+    ['257 characters', 'c'.repeat(257)],
+    ['a NUL', 'charge\u0000'],
+    ['a lone surrogate', 'charge\uD800'],
+    ['U+FFFD', 'charge\uFFFD'],
+    ['a letter outside ASCII', 'chargé'],
+    ['a newline', 'charge\n'],
+  ])('refuses a name Lambda would refuse (%s) before anything runs', async (_case, name) => {
+    const { processor, runs, charge } = world(subject);
+    const handler = withDurableExecution(async (_event: unknown, context: DurableContext) =>
+      charge(context, 'o-1', name),
+    );
+
+    const execution = await new LocalDurableTestRunner({ handlerFunction: handler }).run({ payload: {} });
+
+    expect(execution.getStatus()).toBe('FAILED');
+    expect(execution.getError().errorType).toBe('StepUsageError');
+    expect(runs).toEqual([]);
+    expect(processor.calls).toEqual([]);
+  });
+
+  it('takes any printable ASCII up to 256 characters, separators included, each name its own step', async () => {
+    const { processor, charge } = world(subject);
+    const names = ['c'.repeat(256), 'charge|1', 'charge:1', '{charge}1', 'charge 1', '~`!@#$%^&*()'];
+    const handler = withDurableExecution(async (_event: unknown, context: DurableContext) => {
+      const charged: Charged[] = [];
+      for (const [index, name] of names.entries()) charged.push(await charge(context, `o-${index}`, name));
+      return charged;
+    });
+
+    const execution = await new LocalDurableTestRunner({ handlerFunction: handler }).run({ payload: {} });
+
+    expect(execution.getStatus()).toBe('SUCCEEDED');
+    expect(distinct((execution.getResult() as Charged[]).map((c) => c.key))).toBe(names.length);
+    expect(processor.charges.size).toBe(names.length);
+  });
+});
+
 describe('idempotentStep in a map, its commit reply lost on the wire', () => {
   let proxy: DynamoDbFaultProxy;
   let proxied: DynamoDBClient | undefined;
