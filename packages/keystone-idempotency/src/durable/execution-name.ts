@@ -20,7 +20,7 @@ export function executionName(storedKey: string): string {
   return `ks-${createHash('sha256').update(storedKey, 'utf8').digest('base64url')}`;
 }
 
-/** The same hash, for any parts (an execution ARN and a step name): never ambiguous, whatever the parts hold. */
+/** The same hash, for any parts (an execution ARN and a step's operation id), each length-prefixed: never ambiguous. */
 export function hashOfParts(prefix: string, ...parts: readonly string[]): string {
   const hash = createHash('sha256');
   for (const part of parts) hash.update(`${Buffer.byteLength(part, 'utf8')}:${part}`, 'utf8');
