@@ -369,6 +369,28 @@ describe('idempotentStep names', () => {
   });
 });
 
+describe("idempotentStep given a context that is not the SDK's", () => {
+  it('refuses it before anything runs, rather than key the step by something else', async () => {
+    const { processor, runs, charge } = world(subjects[0] as Subject);
+    const handler = withDurableExecution(async (_event: unknown, context: DurableContext) => {
+      // A wrapper that passes on the public members only (a logger added, say).
+      const wrapped: DurableContext = Object.assign(Object.create(null), {
+        step: context.step.bind(context),
+        executionContext: context.executionContext,
+        lambdaContext: context.lambdaContext,
+      });
+      return charge(wrapped, 'o-1');
+    });
+
+    const execution = await new LocalDurableTestRunner({ handlerFunction: handler }).run({ payload: {} });
+
+    expect(execution.getStatus()).toBe('FAILED');
+    expect(execution.getError().errorType).toBe('StepIdentityError');
+    expect(runs).toEqual([]);
+    expect(processor.calls).toEqual([]);
+  });
+});
+
 describe('idempotentStep in a map, its commit reply lost on the wire', () => {
   let proxy: DynamoDbFaultProxy;
   let proxied: DynamoDBClient | undefined;
