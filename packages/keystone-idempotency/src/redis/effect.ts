@@ -8,11 +8,14 @@ import { EffectKindError } from '../engine/index.js';
  *
  * - `set`: `SET key value`; with `ifAbsent`, refused (nothing written) when the key exists.
  * - `hset`: `HSET key field value`; with `ifAbsent`, refused when the field exists; refused when the key holds no hash.
- * - `incrBy`: `INCRBY key by`; refused when the key holds anything but an integer, or the sum leaves the safe integers.
+ * - `incrBy`: `INCRBY key by`; refused when the key holds anything but an integer as INCRBY reads one (`'007'`,
+ *   `'-0'`, `'+1'` are not), or the count leaves the safe integers.
  * - `require`: writes nothing; refused when the key does not exist.
  *
- * Every condition is checked against the data as it was before the commit, all of them before anything is written:
- * a refused effect throws `EffectConditionFailedError` with its index, and the key stays in progress.
+ * Each condition is checked as Redis will run the effects, in order: against the data as the effects before it in the
+ * same commit leave it (a `set` then an `incrBy` of one key counts from the value set). All of them are checked before
+ * anything is written: a refused effect throws `EffectConditionFailedError` with its index, nothing is written, and
+ * the key stays in progress.
  */
 export type RedisEffect =
   | { readonly set: string; readonly value: string; readonly ifAbsent?: boolean }

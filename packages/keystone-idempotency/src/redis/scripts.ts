@@ -50,28 +50,62 @@ local function settle(key, now)
   end
 end
 
--- The effects' conditions, against the data as it is before any of them is written: the first refused (from 1), or 0.
+-- An integer as INCRBY reads one (Redis's string2ll): '0', or an optional '-', a digit 1-9, then digits; so no '+',
+-- no space, no leading zero, no '-0'. The store keeps every count a safe integer besides (2^53 - 1 at most, what a
+-- JavaScript number holds exactly), so a longer one is refused too. nil when it is not one.
+local MAX_SAFE = 9007199254740991
+local function safeInteger(text)
+  if text == '0' then return 0 end
+  if #text > 17 or not string.match(text, '^%-?[1-9]%d*$') then return nil end
+  local n = tonumber(text)
+  if math.abs(n) > MAX_SAFE then return nil end
+  return n
+end
+
+-- The effects' conditions, each against the data as the effects before it leave it: the order Redis runs them in.
+-- A script can't roll back, so an effect Redis would refuse half way (INCRBY on a hash a HSET before it made) must be
+-- found here, before the first write. The first refused (from 1), or 0.
 local function refusedEffect(at, n)
+  local state = {}
+  -- A key as the commit has left it so far: its type, and (read when needed) the count it holds, and its hash fields.
+  local function stateOf(key)
+    local s = state[key]
+    if not s then
+      s = { type = redis.call('TYPE', key).ok, fields = {}, stored = true }
+      state[key] = s
+    end
+    return s
+  end
+  local function count(s, key)
+    if s.type == 'none' then return 0 end
+    if s.type ~= 'string' then return nil end
+    if s.count == nil and s.stored then s.count = safeInteger(redis.call('GET', key)) or false end
+    return s.count or nil
+  end
   for i = 1, n do
     local key, base = KEYS[2 + i], at + (i - 1) * 4
     local kind, a, nx = ARGV[base], ARGV[base + 1], ARGV[base + 3]
-    local t = redis.call('TYPE', key).ok
+    local s = stateOf(key)
     if kind == 'set' then
-      if nx == '1' and t ~= 'none' then return i end
+      if nx == '1' and s.type ~= 'none' then return i end
+      s.type, s.count, s.fields, s.stored = 'string', safeInteger(a) or false, {}, false
     elseif kind == 'hset' then
-      if t ~= 'none' and t ~= 'hash' then return i end
-      if nx == '1' and t == 'hash' and redis.call('HEXISTS', key, a) == 1 then return i end
-    elseif kind == 'incrBy' then
-      if t ~= 'none' and t ~= 'string' then return i end
-      local current = 0
-      if t == 'string' then
-        local v = redis.call('GET', key)
-        if not string.match(v, '^-?%d+$') then return i end
-        current = tonumber(v)
+      if s.type ~= 'none' and s.type ~= 'hash' then return i end
+      if nx == '1' then
+        local exists = s.fields[a]
+        if exists == nil then exists = s.stored and s.type == 'hash' and redis.call('HEXISTS', key, a) == 1 end
+        if exists then return i end
       end
-      if math.abs(current + tonumber(a)) > 9007199254740991 then return i end
+      s.type = 'hash'
+      s.fields[a] = true
+    elseif kind == 'incrBy' then
+      local current = count(s, key)
+      if current == nil then return i end
+      local sum = current + tonumber(a)
+      if math.abs(sum) > MAX_SAFE then return i end
+      s.type, s.count, s.fields = 'string', sum, {}
     elseif kind == 'require' then
-      if t == 'none' then return i end
+      if s.type == 'none' then return i end
     else
       return i
     end
