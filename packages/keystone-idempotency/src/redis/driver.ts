@@ -27,9 +27,9 @@ export interface RedisScriptClient {
 /**
  * What the store accepts of the server's `maxmemory-policy`:
  * - `noeviction` (the default): only `noeviction`, under which Redis refuses a write rather than evict a key;
- * - `volatile`: `noeviction` or a `volatile-*` policy, which evicts keys with a TTL only. An unfinished recoverable
- *   record has none, so it is never evicted; a completed, released or abandoned one has, and under memory pressure
- *   may go before its expiry: a retry then runs the work again. Accept it knowingly;
+ * - `volatile`: `noeviction` or a `volatile-*` policy, which evicts keys with a TTL only. An unfinished record has
+ *   none, so it is never evicted; a completed, released or abandoned one has, and under memory pressure may go before
+ *   its expiry: a retry then runs the work again, under a new downstream key. Accept it knowingly;
  * - `skip`: no check, for a server whose INFO does not say (you vouch for the setting: a parameter group's
  *   `maxmemory-policy`, see the docs).
  */
@@ -85,7 +85,12 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
       throw new ConfigurationError(`attempts must be a positive integer, got ${attempts}`);
     }
     const tag = `{${prefix}}`;
-    this.keys = { tag: prefix, recordPrefix: `${tag}:record:`, recoverySet: `${tag}:recovery` };
+    this.keys = {
+      tag: prefix,
+      recordPrefix: `${tag}:record:`,
+      recoverySet: `${tag}:recovery`,
+      expirySet: `${tag}:expiry`,
+    };
     this.client = options.client;
     this.maxEffects = options.maxEffects;
     this.maxResponseBytes = options.maxResponseBytes;
@@ -201,7 +206,7 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
   }
 
   private keysWith(key: string, effects: readonly EncodedEffect[]): string[] {
-    return [this.recordKey(key), this.keys.recoverySet, ...effects.map((effect) => effect.key)];
+    return [this.recordKey(key), this.keys.recoverySet, this.keys.expirySet, ...effects.map((effect) => effect.key)];
   }
 
   /**

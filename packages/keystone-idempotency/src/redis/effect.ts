@@ -38,11 +38,17 @@ export interface EncodedEffect {
   readonly args: readonly [string, string, string, string];
 }
 
-/** The store's keys an effect must never touch: its records and its recovery set. */
+/** The store's keys an effect must never touch: its records, its recovery set and its expiry set. */
 export interface ReservedKeys {
   readonly tag: string;
   readonly recordPrefix: string;
   readonly recoverySet: string;
+  readonly expirySet: string;
+}
+
+/** Whether `key` is one of the store's own. */
+export function isReserved(key: string, keys: ReservedKeys): boolean {
+  return key.startsWith(keys.recordPrefix) || key === keys.recoverySet || key === keys.expirySet;
 }
 
 /**
@@ -73,7 +79,7 @@ export function encodeEffect(effect: unknown, index: number, keys: ReservedKeys)
         'on a cluster a script writes one hash slot only',
     );
   }
-  if (encoded.key.startsWith(keys.recordPrefix) || encoded.key === keys.recoverySet) {
+  if (isReserved(encoded.key, keys)) {
     throw refuse(`its key ${JSON.stringify(encoded.key)} is one of the store's own`);
   }
   return encoded;

@@ -3,23 +3,26 @@ import { createHash } from 'node:crypto';
 /**
  * The store's Lua scripts: each conditional write is one script, so Redis runs its check and its writes with nothing
  * in between (a script is atomic: no other command runs while it does). Every script names all the keys it touches
- * in KEYS, all in the store's hash slot: KEYS[1] the record, KEYS[2] the recovery set, KEYS[3..] the effects' keys.
+ * in KEYS, all in the store's hash slot: KEYS[1] the record, KEYS[2] the recovery set, KEYS[3] the expiry set,
+ * KEYS[4..] the effects' keys (a claim's sweep also deletes records the expiry set names: keys of the same slot).
  *
  * A script is not a transaction: a command that fails half way leaves the writes before it. So each script checks
  * everything first (the record's condition, then every effect's), and writes only once nothing can refuse. The
  * `#!lua` line (Redis 7, Valkey 7.2) makes the server refuse a writing script at its start when it is out of memory,
  * rather than at its first write; a read is flagged `no-writes`.
  *
- * Times are the engine's (`now` in ARGV); the server's clock decides nothing. The record's TTL is set relative to
- * that `now` (PEXPIRE, the time left until `expiresAt` as the engine counts it), so a skew between the caller's clock
- * and the server's never deletes a record early. A record in the recovery set has no TTL at all.
+ * Times are the engine's (`now` in ARGV); the server's clock decides nothing. Only a finished record (completed,
+ * released, abandoned) carries a TTL, set relative to that `now` (PEXPIRE, the time left until `expiresAt` as the
+ * engine counts it), so a skew between the caller's clock and the server's never deletes a record early. An unfinished
+ * one carries none, so that no `volatile-*` eviction can take it from its owner: a recoverable one is in the recovery
+ * set, any other in the expiry set by its `expiresAt`, and a later claim deletes it once that has passed.
  *
  * Replies: `{'written'}`, `{'met', field, value, ...}` (the record as stored, HGETALL's pairs; none when absent), or
  * `{'effect', i}` (effect i, from 1, refused by its own condition; nothing written).
  */
 
 const PRELUDE = `
-local record, recovery = KEYS[1], KEYS[2]
+local record, recovery, expiry = KEYS[1], KEYS[2], KEYS[3]
 
 local function met()
   local reply = redis.call('HGETALL', record)
@@ -34,18 +37,44 @@ local function free(now)
   return (not f[1]) and f[2] ~= false and tonumber(f[2]) * 1000 <= now
 end
 
--- After a write: in the recovery set with no TTL, or out of it with the TTL its expiry leaves from now.
+-- After a write. Unfinished: no TTL (a volatile-* policy evicts only keys with one), and listed where it will be
+-- found: the recovery set by recoverAt, or else the expiry set by expiresAt. Finished: in neither, with the TTL its
+-- expiry leaves from now.
 local function settle(key, now)
-  local f = redis.call('HMGET', record, 'recoverAt', 'expiresAt')
-  if f[1] then
+  local f = redis.call('HMGET', record, 'status', 'recoverAt', 'expiresAt')
+  if f[2] then
     redis.call('PERSIST', record)
-    redis.call('ZADD', recovery, f[1], key)
+    redis.call('ZADD', recovery, f[2], key)
+    redis.call('ZREM', expiry, key)
+  elseif f[1] == 'IN_PROGRESS' then
+    redis.call('PERSIST', record)
+    redis.call('ZREM', recovery, key)
+    if f[3] then redis.call('ZADD', expiry, f[3], key) else redis.call('ZREM', expiry, key) end
   else
     redis.call('ZREM', recovery, key)
-    if f[2] then
-      redis.call('PEXPIRE', record, math.max(tonumber(f[2]) * 1000 - now, 1000))
+    redis.call('ZREM', expiry, key)
+    if f[3] then
+      redis.call('PEXPIRE', record, math.max(tonumber(f[3]) * 1000 - now, 1000))
     else
       redis.call('PERSIST', record)
+    end
+  end
+end
+
+-- In-progress records nobody came back for (not recoverable, past their expiry, so free to any claim and absent to
+-- every read): deleted a few at a time by later claims, as a TTL would have. One listed whose record moved on since is
+-- only taken off the list.
+local SWEEP = 4
+local function sweep(recordPrefix, now)
+  local lapsed = redis.call('ZRANGE', expiry, '-inf', now / 1000, 'BYSCORE', 'LIMIT', 0, SWEEP)
+  for _, key in ipairs(lapsed) do
+    local r = recordPrefix .. key
+    local f = redis.call('HMGET', r, 'status', 'recoverAt', 'expiresAt')
+    if f[1] == 'IN_PROGRESS' and not f[2] and f[3] and tonumber(f[3]) * 1000 > now then
+      redis.call('ZADD', expiry, f[3], key)
+    else
+      if f[1] == 'IN_PROGRESS' and not f[2] and f[3] then redis.call('DEL', r) end
+      redis.call('ZREM', expiry, key)
     end
   end
 end
@@ -83,7 +112,7 @@ local function refusedEffect(at, n)
     return s.count or nil
   end
   for i = 1, n do
-    local key, base = KEYS[2 + i], at + (i - 1) * 4
+    local key, base = KEYS[3 + i], at + (i - 1) * 4
     local kind, a, nx = ARGV[base], ARGV[base + 1], ARGV[base + 3]
     local s = stateOf(key)
     if kind == 'set' then
@@ -115,7 +144,7 @@ end
 
 local function writeEffects(at, n)
   for i = 1, n do
-    local key, base = KEYS[2 + i], at + (i - 1) * 4
+    local key, base = KEYS[3 + i], at + (i - 1) * 4
     local kind, a, b = ARGV[base], ARGV[base + 1], ARGV[base + 2]
     if kind == 'set' then
       redis.call('SET', key, a)
@@ -154,6 +183,7 @@ writeEffects(effectsAt + 1, effectCount)
 redis.call('DEL', record)
 redis.call('HSET', record, unpack(ARGV, 6, 5 + fieldCount))
 settle(key, now)
+sweep(string.sub(record, 1, #record - #key), now)
 return {'written'}
 `;
 

@@ -1,6 +1,6 @@
 import { ConfigurationError, DriverStore, type StoreLifetimeOptions } from '../engine/index.js';
 import { type EvictionCheck, RedisDriver, type RedisScriptClient } from './driver.js';
-import type { RedisEffect } from './effect.js';
+import { isReserved, type RedisEffect } from './effect.js';
 
 export interface RedisStoreOptions extends StoreLifetimeOptions {
   /** A connected `@redis/client` client or cluster (`createClient(...).connect()`, `createCluster(...).connect()`). */
@@ -33,13 +33,15 @@ export const DEFAULT_MAX_EFFECTS = 100;
  *  (not in recovery)    │   ▲
  *            release    │   │  takeover: script, lease token and status still as seen
  *  lease token = mine   ▼   │
- *                     RELEASED        recoverable: ZADD recovery recoverAt key, PERSIST (no TTL) until finished
+ *                     RELEASED        unfinished: no TTL (PERSIST), in the recovery set by recoverAt if recoverable,
+ *                                     else in the expiry set by expiresAt; finished: PEXPIRE
  * ```
  *
  * Each script runs with nothing in between (Redis runs one at a time), so a claim's check and write, or a commit's
  * fence, effects and completion, are one atomic step; the effects (`RedisEffect`) are commands on keys of the store's
- * hash slot (`effectKey`). Expiry: each record's own TTL, the time its `expiresAt` leaves as the engine's clock
- * counts it, plus the engine's read filter; a record in the recovery set has no TTL.
+ * hash slot (`effectKey`). Expiry: a finished record's own TTL, the time its `expiresAt` leaves as the engine's clock
+ * counts it, plus the engine's read filter; an unfinished one has no TTL for eviction to act on, and one that is not
+ * recoverable is deleted by a later claim once its `expiresAt` has passed.
  *
  * Eviction is the one thing a script can't fence: before its first command the store reads the server's
  * `maxmemory-policy` (INFO, through a script on the store's own shard) and refuses, with a `ConfigurationError`, a
@@ -77,7 +79,7 @@ export class RedisStore extends DriverStore<RedisEffect> {
    */
   effectKey(name: string): string {
     const key = `{${this.prefix}}:${name}`;
-    if (key.startsWith(this.redis.keys.recordPrefix) || key === this.redis.keys.recoverySet) {
+    if (isReserved(key, this.redis.keys)) {
       throw new ConfigurationError(`${JSON.stringify(name)} names one of the Redis store's own keys`);
     }
     return key;

@@ -55,12 +55,38 @@ describe('expiry', () => {
     expect(await redis.direct.pTTL(s.recordKey(key))).toBeGreaterThan(50_000); // a full TTL from the abandonment
   });
 
-  it('gives an in-progress record that is not recoverable its TTL from the claim', async () => {
+  it('keeps an in-progress record that is not recoverable with no TTL too, listed by its expiry until it is finished', async () => {
     const s = redis.store({ ttlSeconds: 60 });
     const key = newKey();
-    await acquire(s, key);
-    expect(await redis.direct.pTTL(s.recordKey(key))).toBeGreaterThan(50_000);
+    const lease = await acquire(s, key);
+    expect(await redis.direct.pTTL(s.recordKey(key))).toBe(-1); // nothing a volatile-* policy can evict
     expect(await redis.direct.zScore(s.recoverySetKey, key)).toBeNull();
+    const record = await s.get(key);
+    expect(await redis.direct.zScore(redis.key('expiry'), key)).toBe(record?.expiresAt);
+    await s.release(lease); // finished: the TTL its expiry leaves, off the list
+    expect(await redis.direct.pTTL(s.recordKey(key))).toBeGreaterThan(50_000);
+    expect(await redis.direct.zScore(redis.key('expiry'), key)).toBeNull();
+  });
+
+  it('deletes an in-progress record nobody came back for once its expiry has passed, at a later claim', async () => {
+    const clock = new FakeClock(Date.now());
+    const s = redis.store({ clock, ttlSeconds: 60 });
+    const forgotten = newKey();
+    const recoverable = newKey();
+    await acquire(s, forgotten);
+    await acquire(s, recoverable, true);
+    clock.advance(59_000);
+    await acquire(s, newKey()); // not yet past: kept
+    expect(await redis.direct.exists(s.recordKey(forgotten))).toBe(1);
+    clock.advance(2_000); // past expiresAt (whole seconds, rounded up)
+    expect(await s.get(forgotten)).toBeUndefined(); // absent to every read from its expiry on
+    const later = newKey();
+    await acquire(s, later);
+    expect(await redis.direct.exists(s.recordKey(forgotten))).toBe(0); // and gone from Redis at the next claim
+    expect(await redis.direct.zScore(redis.key('expiry'), forgotten)).toBeNull();
+    // A recoverable one is never swept, however old: recovery has yet to find it.
+    expect(await redis.direct.exists(s.recordKey(recoverable))).toBe(1);
+    expect(await redis.direct.zScore(redis.key('expiry'), later)).not.toBeNull();
   });
 });
 
@@ -118,6 +144,8 @@ describe('effects', () => {
     expect(() => s.checkEffect({ set: '{other}:orders:1', value: 'x' }, 0)).toThrow(/hash tag/);
     expect(() => s.checkEffect({ set: `${s.recordKey('k')}`, value: 'x' }, 0)).toThrow(/store's own/);
     expect(() => s.checkEffect({ set: s.recoverySetKey, value: 'x' }, 0)).toThrow(/store's own/);
+    expect(() => s.checkEffect({ set: redis.key('expiry'), value: 'x' }, 0)).toThrow(/store's own/);
+    expect(() => s.effectKey('expiry')).toThrow(ConfigurationError);
     expect(() => s.checkEffect({ incrBy: s.effectKey('n'), by: 0.5 }, 0)).toThrow(EffectKindError);
     expect(() => s.checkEffect({ Put: { TableName: 't', Item: {} } }, 0)).toThrow(EffectKindError);
     expect(() => s.effectKey('recovery')).toThrow(ConfigurationError);
