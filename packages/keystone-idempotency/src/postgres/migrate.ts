@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import { surviveIdleErrors } from './database.js';
-import { schemaV1, schemaV2, type TableNames, type TableOptions, tableNames } from './schema.js';
+import { schemaV1, schemaV2, schemaV3, type TableNames, type TableOptions, tableNames } from './schema.js';
 
 /** One step of the schema, applied once per table and recorded in the table's migrations table. */
 export interface Migration {
@@ -13,6 +13,11 @@ export interface Migration {
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, description: 'the keys table, its recovery and expiry indexes, the fence', sql: schemaV1 },
   { version: 2, description: 'recovery points: the steps of multi-step operations, in the fence too', sql: schemaV2 },
+  {
+    version: 3,
+    description: 'steps and response headers as json, kept as sent: NUL and lone surrogates included',
+    sql: schemaV3,
+  },
 ];
 
 function migrationsTable(names: TableNames): string {

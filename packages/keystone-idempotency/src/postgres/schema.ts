@@ -72,8 +72,16 @@ export function tableNames(options: TableOptions = {}): TableNames {
  * One record as JSON, built in SQL from the row aliased `alias`: times as epoch milliseconds (`expires_at` in
  * seconds, as the engine keeps it), the body in base64. Every read of a record goes through it (and so does the
  * fence's DETAIL), so one decoder reads them all, exactly, whatever the session's time zone or `bytea_output`.
+ * `json`, not `jsonb`: the steps and headers are embedded as the text they were stored as, escapes and all (see
+ * {@link schemaV3}).
  */
 export function recordJson(alias: string): string {
+  return `json_build_object(${recordMembersV1(alias)},
+      'steps', ${alias}.steps, 'step_revision', ${alias}.step_revision)`;
+}
+
+/** The record as version 2 of the schema built it in its fence, kept as released. */
+function recordJsonV2(alias: string): string {
   return `jsonb_build_object(${recordMembersV1(alias)},
       'steps', ${alias}.steps, 'step_revision', ${alias}.step_revision)`;
 }
@@ -178,13 +186,18 @@ $expect$;
 `;
 }
 
-/** The fence, built from a record's JSON: version 1's, and version 2's with the steps. */
-function fenceFunction(names: TableNames, json: (alias: string) => string, create: string): string {
+/** The fence, built from a record's JSON: version 2's with the steps, and version 3's as `json`. */
+function fenceFunction(
+  names: TableNames,
+  json: (alias: string) => string,
+  type: 'json' | 'jsonb',
+  create: string,
+): string {
   return `
 ${create} FUNCTION ${names.fence}(matched bigint, fenced_scope text, fenced_key text) RETURNS void
 LANGUAGE plpgsql AS $fence$
 DECLARE
-  met jsonb;
+  met ${type};
 BEGIN
   IF matched > 0 THEN
     RETURN;
@@ -210,6 +223,25 @@ ALTER TABLE ${names.table}
   ADD COLUMN step_revision integer,
   ADD CONSTRAINT ${quoteIdentifier(`${names.bare}_steps_with_revision`)}
     CHECK ((steps IS NULL) = (step_revision IS NULL));
-${fenceFunction(names, recordJson, 'CREATE OR REPLACE')}
+${fenceFunction(names, recordJsonV2, 'jsonb', 'CREATE OR REPLACE')}
+`;
+}
+
+/**
+ * Version 3 of the schema: the steps and the response headers as `json`, the text JSON.stringify sent. `jsonb`
+ * refuses the escapes `\u0000` (NUL) and an unpaired `\ud800` (a lone surrogate), which is how JSON.stringify writes
+ * them, so a step result or a header holding one (an email as a client typed it) failed its write on every retry;
+ * `json` checks the syntax only and keeps the text as sent, and JSON.parse gives back the very string. The fence's
+ * record becomes `json` too, so nothing on the way back re-parses it as `jsonb`.
+ *
+ * Changing a column's type rewrites the table (and its indexes) under an ACCESS EXCLUSIVE lock: calls wait for it,
+ * each for at most its own deadline. See docs/postgresql.md for how long that takes.
+ */
+export function schemaV3(names: TableNames): string {
+  return `
+ALTER TABLE ${names.table}
+  ALTER COLUMN steps TYPE json USING steps::json,
+  ALTER COLUMN response_headers TYPE json USING response_headers::json;
+${fenceFunction(names, recordJson, 'json', 'CREATE OR REPLACE')}
 `;
 }

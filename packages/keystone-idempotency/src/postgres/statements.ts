@@ -68,7 +68,7 @@ const COLUMN_TYPES = [
   'timestamptz',
   'timestamptz',
   'smallint',
-  'jsonb',
+  'json',
   'bytea',
   'boolean',
 ];
@@ -219,7 +219,7 @@ export function checkpoint(names: TableNames, lease: Lease, progress: StepProgre
   return {
     text: `WITH done AS (
   UPDATE ${names.table}
-     SET steps = $3::jsonb, step_revision = $4
+     SET steps = $3::json, step_revision = $4
    WHERE scope = $1 AND key = $2 AND lease_token = $5 AND status = '${RecordStatus.InProgress}'
      AND coalesce(step_revision, 0) = $6
   RETURNING 1

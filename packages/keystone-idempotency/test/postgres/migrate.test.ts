@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { leaseOf } from '../../src/engine/decide';
 import { joinScopedKey } from '../../src/engine/key';
+import type { StepProgress } from '../../src/engine/steps';
 import { MIGRATIONS, migrate, migrationSql } from '../../src/postgres/migrate';
-import { tableNames } from '../../src/postgres/schema';
+import { type TableNames, tableNames } from '../../src/postgres/schema';
 import { PostgresStore } from '../../src/postgres/store';
 import { testPostgres } from '../support/postgres';
 
 /** The schema ships as migrations a team applies with `migrate()` (or as SQL, with its own tool), once each. */
 const pg = testPostgres();
+const ALL = MIGRATIONS.map((migration) => migration.version);
 const created: string[] = [];
 const freshSchema = () => {
   const schema = `m_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
@@ -20,6 +22,33 @@ async function versions(schema: string, table = 'idempotency_keys'): Promise<num
     `SELECT version FROM "${schema}"."${table}_migrations" ORDER BY version`,
   );
   return rows.map((row) => row.version);
+}
+
+/** A table as a release with only the migrations up to `version` left it. */
+async function tableAt(schema: string, version: number): Promise<TableNames> {
+  const names = tableNames({ schema });
+  await pg.pool.query(`CREATE SCHEMA "${schema}"`);
+  await pg.pool.query(
+    `CREATE TABLE ${names.migrations} (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  for (const migration of MIGRATIONS.filter((m) => m.version <= version)) {
+    await pg.pool.query(migration.sql(names));
+    await pg.pool.query(`INSERT INTO ${names.migrations} (version, description) VALUES ($1, $2)`, [
+      migration.version,
+      migration.description,
+    ]);
+  }
+  return names;
+}
+
+/** The types of the columns version 3 changed, as the database has them. */
+async function columnTypes(schema: string): Promise<Record<string, string>> {
+  const { rows } = await pg.pool.query<{ column_name: string; data_type: string }>(
+    `SELECT column_name, data_type FROM information_schema.columns
+      WHERE table_schema = $1 AND table_name = 'idempotency_keys' AND column_name IN ('steps', 'response_headers')`,
+    [schema],
+  );
+  return Object.fromEntries(rows.map((row) => [row.column_name, row.data_type]));
 }
 
 afterEach(async () => {
@@ -60,22 +89,22 @@ describe('migrate', () => {
     const schema = freshSchema();
     await migrate(pg.pool, { schema });
     expect(await migrate(pg.pool, { schema })).toEqual({ applied: [] });
-    expect(await versions(schema)).toEqual([1, 2]);
+    expect(await versions(schema)).toEqual(ALL);
   });
 
   it('lets concurrent deploys race: one applies, the others wait for it and find nothing left to do', async () => {
     const schema = freshSchema();
     const pools = Array.from({ length: 4 }, () => pg.pool2({ max: 1 }));
     const results = await Promise.all(pools.map((pool) => migrate(pool, { schema })));
-    expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, 2]);
-    expect(await versions(schema)).toEqual([1, 2]);
+    expect(results.map((r) => r.applied.length).sort()).toEqual([0, 0, 0, ALL.length]);
+    expect(await versions(schema)).toEqual(ALL);
   });
 
   it('puts a table of another name beside the first, each with its own functions and record of versions', async () => {
     const schema = freshSchema();
     await migrate(pg.pool, { schema });
-    expect(await migrate(pg.pool, { schema, table: 'webhook_keys' })).toEqual({ applied: [1, 2] });
-    expect(await versions(schema, 'webhook_keys')).toEqual([1, 2]);
+    expect(await migrate(pg.pool, { schema, table: 'webhook_keys' })).toEqual({ applied: ALL });
+    expect(await versions(schema, 'webhook_keys')).toEqual(ALL);
   });
 
   it('rolls back a migration that fails half-way, leaving nothing behind', async () => {
@@ -100,7 +129,7 @@ describe('migrationSql', () => {
     } finally {
       client.release();
     }
-    expect(await versions(schema)).toEqual([1, 2]);
+    expect(await versions(schema)).toEqual(ALL);
     expect(await migrate(pg.pool, { schema })).toEqual({ applied: [] });
   });
 });
@@ -125,7 +154,7 @@ describe('version 2 (recovery points)', () => {
        VALUES ('acct_1|op', $1, 'IN_PROGRESS', 'fp', 'token-1', $2, 'idk_1', 1, $3, $4)`,
       [clientKey, new Date(now + 60_000), new Date(now), new Date(now + 3_600_000)],
     );
-    expect(await migrate(pg.pool, { schema })).toEqual({ applied: [2] });
+    expect(await migrate(pg.pool, { schema })).toEqual({ applied: [2, 3] });
     const store = new PostgresStore({ pool: pg.pool, schema });
     const key = joinScopedKey('acct_1|op', clientKey);
     const record = await store.get(key);
@@ -142,5 +171,54 @@ describe('version 2 (recovery points)', () => {
     // The fence's detail carries the steps: another owner's checkpoint learns the record with them.
     const stale = store.checkpoint!({ ...claimed.lease, leaseToken: 'token-2' }, { ...progress, revision: 2 });
     await expect(stale).rejects.toMatchObject({ name: 'LeaseLostError', record: { progress } });
+  });
+});
+
+describe('version 3 (steps and response headers kept as sent)', () => {
+  it('upgrades a table of version 2 in place: its rows read as before, and a NUL or a lone surrogate lands after', async () => {
+    const schema = freshSchema();
+    const names = await tableAt(schema, 2);
+    const now = Date.now();
+    const [running, done] = [randomUUID(), randomUUID()];
+    const steps: StepProgress['steps'] = [
+      { name: 'charge', state: 'done', result: { id: 'ch_1', note: 'é 😀 \ufffd' }, attempt: 1, at: 1 },
+    ];
+    // Rows as version 2 holds them (migrate first, then code): one in progress with its steps, one completed.
+    await pg.pool.query(
+      `INSERT INTO ${names.table} (scope, key, status, fingerprint, lease_token, lease_expires_at, downstream_key,
+         attempt, created_at, expires_at, steps, step_revision)
+       VALUES ('acct_1|op', $1, 'IN_PROGRESS', 'fp', 'token-1', $2, 'idk_1', 1, $3, $4, $5::jsonb, 1)`,
+      [running, new Date(now + 60_000), new Date(now), new Date(now + 3_600_000), JSON.stringify(steps)],
+    );
+    await pg.pool.query(
+      `INSERT INTO ${names.table} (scope, key, status, fingerprint, lease_token, lease_expires_at, downstream_key,
+         attempt, created_at, completed_at, expires_at, response_status, response_headers, response_body)
+       VALUES ('acct_1|op', $1, 'COMPLETED', 'fp', 'token-2', $2, 'idk_2', 1, $2, $2, $3, 201,
+               '{"Content-Type": "application/json"}'::jsonb, convert_to('{"id":"pay_1"}', 'UTF8'))`,
+      [done, new Date(now), new Date(now + 3_600_000)],
+    );
+    expect(await columnTypes(schema)).toEqual({ steps: 'jsonb', response_headers: 'jsonb' });
+    expect(await migrate(pg.pool, { schema })).toEqual({ applied: [3] });
+    expect(await columnTypes(schema)).toEqual({ steps: 'json', response_headers: 'json' });
+
+    const store = new PostgresStore({ pool: pg.pool, schema });
+    const runningKey = joinScopedKey('acct_1|op', running);
+    const record = await store.get(runningKey);
+    expect(record?.progress).toEqual({ revision: 1, steps });
+    expect((await store.get(joinScopedKey('acct_1|op', done)))?.response).toEqual({
+      statusCode: 201,
+      body: '{"id":"pay_1"}',
+      headers: { 'Content-Type': 'application/json' },
+    });
+    const lease = leaseOf(record!, false);
+    const odd: StepProgress = {
+      revision: 2,
+      steps: [...steps, { name: 'email', state: 'done', result: ['\u0000', '\ud800', 'a\udfffb'], attempt: 1, at: 2 }],
+    };
+    await store.checkpoint!(lease, odd);
+    expect((await store.get(runningKey))?.progress).toEqual(odd);
+    // The fence's record is built as json too: another owner learns the steps exactly, from its error.
+    const stale = store.checkpoint!({ ...lease, leaseToken: 'token-9' }, { ...odd, revision: 3 });
+    await expect(stale).rejects.toMatchObject({ name: 'LeaseLostError', record: { progress: odd } });
   });
 });

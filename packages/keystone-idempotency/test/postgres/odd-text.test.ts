@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import { scopedKey } from '../../src/engine/key';
+import { makeIdempotent } from '../../src/engine/make-idempotent';
+import { ClaimedOperation, type IdempotencyHandle } from '../../src/engine/operation';
+import { FakeClock } from '../support/fake-clock';
+import { storeHarnesses } from '../support/stores';
+
+/**
+ * Text a store must give back exactly as it was given: a NUL, lone surrogates. A step's result is kept as JSON, and
+ * JSON.stringify writes both as escapes (`\u0000`, `\ud800`), which PostgreSQL's `jsonb` refuses: a step that
+ * returned one (an email as a client typed it) failed its checkpoint on every retry, and a response header holding
+ * one failed its commit. Both are kept as `json` now, the text as sent. Both stores, side by side: on the first call,
+ * on a replay, to the owner that takes over after a crash between steps, and through a lost reply.
+ */
+const LEASE_MS = 30_000;
+const newKey = () => scopedKey({ accountId: 'acct_odd', operation: 'POST /orders', key: randomUUID() });
+const ODD: readonly [string, unknown][] = [
+  ['a NUL', '\u0000'],
+  ['a lone high surrogate', '\ud800'],
+  ['a lone low surrogate', '\udfff'],
+  ['a lone surrogate between characters', 'a\ud800b'],
+  ['a NUL and a lone surrogate as member names', { '\u0000': 'nul', 'x\udc00': ['\u0000\ud800', 'ok'] }],
+  ['a well-formed pair and U+FFFD beside them', ['\ud83d\ude00', '\ufffd', 'e\u0301', '\u0000']],
+];
+
+describe.each(storeHarnesses)('step results on %s', (_name, harness) => {
+  const h = harness();
+
+  it.each(ODD)('keeps %s exactly, on the first call and on its replay', async (_what, value) => {
+    const clock = new FakeClock(Date.now());
+    let runs = 0;
+    const read = makeIdempotent(
+      async (_input: { id: string }, idempotency: IdempotencyHandle<unknown>) => {
+        const stepped = await idempotency.step('read', async () => {
+          runs += 1;
+          return { value };
+        });
+        return { value: stepped.value };
+      },
+      { store: h.store({ clock, leaseSeconds: LEASE_MS / 1000 }), name: 'odd-step', key: (input) => input.id },
+    );
+    const id = randomUUID();
+    await expect(read({ id })).resolves.toEqual({ value });
+    await expect(read({ id })).resolves.toEqual({ value });
+    expect(runs).toBe(1);
+  });
+
+  it.each(ODD)(
+    'gives %s back exactly to the owner that takes over after a crash between steps',
+    async (_what, value) => {
+      const clock = new FakeClock(Date.now());
+      const store = h.store({ clock, leaseSeconds: LEASE_MS / 1000 });
+      let runs = 0;
+      let checkpointed: () => void = () => undefined;
+      const firstStepDone = new Promise<void>((resolve) => {
+        checkpointed = resolve;
+      });
+      // The first owner stops for good after its first step: what a process killed there leaves in the store.
+      let crashed: (reason: Error) => void = () => undefined;
+      const crash = new Promise<never>((_, reject) => {
+        crashed = reject;
+      });
+      let owners = 0;
+      const work = makeIdempotent(
+        async (_input: { id: string }, idempotency: IdempotencyHandle<unknown>) => {
+          const owner = ++owners;
+          const stepped = await idempotency.step('read', async () => {
+            runs += 1;
+            return { value };
+          });
+          if (owner === 1) {
+            checkpointed();
+            await crash;
+          }
+          await idempotency.step('write', async () => 'written');
+          return { value: stepped.value };
+        },
+        { store, name: 'odd-step-crash', key: (input) => input.id },
+      );
+      const id = randomUUID();
+      const first = work({ id });
+      first.catch(() => undefined);
+      await Promise.race([firstStepDone, first]); // a first step whose checkpoint failed says so here
+
+      clock.advance(LEASE_MS + 1);
+      await expect(work({ id })).resolves.toEqual({ value });
+      expect(runs).toBe(1);
+      await expect(work({ id })).resolves.toEqual({ value });
+      // The crashed owner, were it to wake, finds its lease gone and writes nothing.
+      crashed(new Error('the first owner wakes after its lease ran out'));
+      await expect(first).rejects.toThrow();
+    },
+  );
+
+  it('knows a checkpoint holding them whose reply was lost for its own: the step and its effect once', async () => {
+    const clock = new FakeClock(Date.now());
+    const store = h.faults.store({ clock, leaseSeconds: LEASE_MS / 1000 });
+    const key = newKey();
+    const claimed = await store.claim(key, 'fp', { recoverable: true });
+    if (claimed.kind !== 'acquired') throw new Error(claimed.kind);
+    const value = { email: 'a\u0000b\ud800c', names: ['\udfff', '\u0000'] };
+    const lost = h.faults.loseReplies('commit', key);
+    const stepped = await new ClaimedOperation(store, claimed.lease).handle.step('read', async (step) => {
+      step.stage(h.effect(key, 'read'));
+      return value;
+    });
+    expect(stepped).toEqual(value);
+    expect(lost.fired()).toBe(1);
+    expect(await h.rowsUnder(key)).toBe(1);
+    expect((await h.stored(key))?.progress?.steps).toMatchObject([{ name: 'read', state: 'done', result: value }]);
+  });
+});
+
+describe.each(storeHarnesses)('stored responses on %s', (_name, harness) => {
+  const h = harness();
+
+  it.each([
+    ['a NUL', '\u0000'],
+    ['a lone high surrogate', '\ud800'],
+    ['a lone low surrogate', '\udfff'],
+    ['a lone surrogate between characters', 'a\ud800b'],
+  ])('keeps a header holding %s exactly, and the body with a NUL', async (_what, odd) => {
+    const store = h.store();
+    const key = newKey();
+    const claimed = await store.claim(key, 'fp');
+    if (claimed.kind !== 'acquired') throw new Error(claimed.kind);
+    const response = {
+      statusCode: 201,
+      body: `{"id":"ord_1"}\u0000`,
+      headers: { 'X-Note': odd, [`X-${odd}`]: 'name' },
+    };
+    await store.commit(claimed.lease, response);
+    await expect(store.claim(key, 'fp')).resolves.toMatchObject({ kind: 'replay', response });
+  });
+});
