@@ -170,7 +170,7 @@ export class Database {
         await sleep(25 * connectionFailures);
         continue;
       }
-      guard(client);
+      guardClient(client);
       let lost: unknown;
       const onError = (error: unknown) => {
         lost ??= error;
@@ -236,7 +236,7 @@ export function surviveIdleErrors(pool: Pick<Pool, 'connect'>): void {
  * and an `error` with no listener ends the process: a Lambda runtime, or the local stack's worker.
  */
 const guarded = new WeakSet<PoolClient>();
-function guard(client: PoolClient): void {
+export function guardClient(client: PoolClient): void {
   if (guarded.has(client)) return;
   guarded.add(client);
   client.on('error', () => undefined);

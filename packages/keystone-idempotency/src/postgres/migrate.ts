@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { surviveIdleErrors } from './database.js';
+import { guardClient, surviveIdleErrors } from './database.js';
 import { schemaV1, schemaV2, schemaV3, type TableNames, type TableOptions, tableNames } from './schema.js';
 
 /** One step of the schema, applied once per table and recorded in the table's migrations table. */
@@ -49,6 +49,8 @@ export async function migrate(
   surviveIdleErrors(pool);
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A session the server ends mid-migration is an 'error' on the client as well as on its query: heard, not fatal.
+  guardClient(client);
   try {
     await client.query('BEGIN');
     try {

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { startPostgresFaultProxy } from '@keystone-idempotency/local-aws/postgres-fault-proxy';
 import { leaseOf } from '../../src/engine/decide';
 import { joinScopedKey } from '../../src/engine/key';
 import type { StepProgress } from '../../src/engine/steps';
 import { MIGRATIONS, migrate, migrationSql } from '../../src/postgres/migrate';
 import { type TableNames, tableNames } from '../../src/postgres/schema';
 import { PostgresStore } from '../../src/postgres/store';
-import { testPostgres } from '../support/postgres';
+import { postgresUrl, testPostgres } from '../support/postgres';
 
 /** The schema ships as migrations a team applies with `migrate()` (or as SQL, with its own tool), once each. */
 const pg = testPostgres();
@@ -220,5 +222,64 @@ describe('version 3 (steps and response headers kept as sent)', () => {
     // The fence's record is built as json too: another owner learns the steps exactly, from its error.
     const stale = store.checkpoint!({ ...lease, leaseToken: 'token-9' }, { ...odd, revision: 3 });
     await expect(stale).rejects.toMatchObject({ name: 'LeaseLostError', record: { progress: odd } });
+  });
+
+  it('leaves version 2 whole when its session is killed mid-way, and applies on the next call', async () => {
+    const schema = freshSchema();
+    const names = await tableAt(schema, 2);
+    const applicationName = `migrate-${randomUUID().slice(0, 8)}`;
+    const migrating = pg.pool2({ max: 1, application_name: applicationName });
+    // A reader holding the table: the rewrite waits for its lock, and is killed while it waits.
+    const reader = await pg.pool2({ max: 1 }).connect();
+    try {
+      await reader.query('BEGIN');
+      await reader.query(`SELECT FROM ${names.table} LIMIT 1`);
+      const upgrade = migrate(migrating, { schema });
+      upgrade.catch(() => undefined);
+      let waiting: number | undefined;
+      for (let tries = 0; waiting === undefined && tries < 200; tries++) {
+        const { rows } = await pg.pool.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+          [applicationName],
+        );
+        waiting = rows[0]?.pid;
+        if (waiting === undefined) await delay(10);
+      }
+      expect(waiting).toBeDefined();
+      await pg.pool.query('SELECT pg_terminate_backend($1)', [waiting]);
+      await expect(upgrade).rejects.toThrow(/terminating connection/);
+    } finally {
+      await reader.query('ROLLBACK');
+      reader.release();
+    }
+    expect(await versions(schema)).toEqual([1, 2]);
+    expect(await columnTypes(schema)).toEqual({ steps: 'jsonb', response_headers: 'jsonb' });
+    expect(await migrate(migrating, { schema })).toEqual({ applied: [3] });
+    expect(await columnTypes(schema)).toEqual({ steps: 'json', response_headers: 'json' });
+  });
+
+  it('is found done when the reply to its COMMIT was lost: the deploy step, run again, applies nothing', async () => {
+    const proxy = await startPostgresFaultProxy(postgresUrl());
+    try {
+      const schema = freshSchema();
+      await tableAt(schema, 2);
+      const rule = proxy.arm({
+        match: {
+          name: 'COMMIT of version 3',
+          when: (request) =>
+            request.text === 'COMMIT' && request.transaction.some((sent) => sent.text.includes('TYPE json')),
+        },
+        fault: { mode: 'drop-reply' },
+        count: 1,
+      });
+      const pool = pg.pool2({ connectionString: proxy.url, max: 1 });
+      await expect(migrate(pool, { schema })).rejects.toThrow();
+      expect(rule.fired()).toBe(1);
+      expect(await migrate(pool, { schema })).toEqual({ applied: [] });
+      expect(await versions(schema)).toEqual(ALL);
+      expect(await columnTypes(schema)).toEqual({ steps: 'json', response_headers: 'json' });
+    } finally {
+      await proxy.close();
+    }
   });
 });
