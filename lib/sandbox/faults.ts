@@ -33,6 +33,19 @@ const faultSchema = z.discriminatedUnion('mode', [
    */
   z.strictObject({ mode: z.literal('delay_after_charge'), ms: z.number().int().min(0).max(MAX_DELAY_MS), ...common }),
   /**
+   * Held `ms` on the way, before the warehouse receives it at all (a slow network, a queue in front of it): its lookup
+   * knows nothing of the booking meanwhile, then it books, whether the client is still waiting or not. Shipments only:
+   * the processor and the mailer dedupe by key, and the warehouse is where absence can be concluded too early.
+   */
+  z.strictObject({
+    mode: z.literal('in_transit'),
+    ms: z.number().int().min(0).max(MAX_DELAY_MS),
+    count: common.count,
+    target: z.literal(FaultTarget.shipments, {
+      error: 'in_transit holds bookings on their way: its target is shipments',
+    }),
+  }),
+  /**
    * Down for a while: answer 503, doing nothing, to every request of the target for `ms` from when the fault is
    * added, however many there are; then it is gone. What "the mailer is down for a few seconds" looks like to a
    * client that retries, where `error_503` with a count is "the next N requests fail".
@@ -52,7 +65,8 @@ export type Fault =
   | { readonly mode: 'delay'; readonly ms: number }
   | { readonly mode: 'error_503' }
   | { readonly mode: 'drop_after_charge' }
-  | { readonly mode: 'delay_after_charge'; readonly ms: number };
+  | { readonly mode: 'delay_after_charge'; readonly ms: number }
+  | { readonly mode: 'in_transit'; readonly ms: number };
 
 /** A pending fault and how many more requests it will hit (an outage: how many more milliseconds it lasts). */
 export type PendingFault =
@@ -121,6 +135,7 @@ function toFault(spec: Exclude<FaultSpec, { mode: 'outage' }>): Fault {
   switch (spec.mode) {
     case 'delay':
     case 'delay_after_charge':
+    case 'in_transit':
       return { mode: spec.mode, ms: spec.ms };
     default:
       return { mode: spec.mode };

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import canonicalize from 'canonicalize';
 import type { StoredResponse } from './attempt';
 import { attempt } from './attempt';
@@ -88,12 +89,36 @@ export async function serveIdempotently(
   }
 }
 
+/** One request to an endpoint that keeps no idempotency memory, already validated. */
+export interface OnceRequest {
+  /** Does the work (books the shipment) and returns the response. */
+  readonly perform: () => StoredResponse;
+  /**
+   * The request reached the endpoint (after any time in transit); returns what marks it finished, called once its
+   * work is done, or the attempt ended without it.
+   */
+  readonly arrive: () => () => void;
+}
+
 /**
  * Serves one request to an endpoint that keeps no idempotency memory (the warehouse's bookings): every request draws
- * the next fault and does the work, whatever key it carries, as so many real APIs do.
+ * the next fault and does the work, whatever key it carries, as so many real APIs do. A request `in_transit` is held
+ * before it arrives: until then the endpoint knows nothing of it.
  */
-export async function serveOnce(res: ServerResponse, endpoint: FaultedEndpoint, perform: () => StoredResponse) {
-  const execution = await attempt(endpoint.faults.take(endpoint.target), perform, endpoint.signal);
-  if (execution.hangUp) res.destroy();
-  else sendJson(res, execution.response.status, execution.response.body);
+export async function serveOnce(res: ServerResponse, endpoint: FaultedEndpoint, request: OnceRequest): Promise<void> {
+  const fault = endpoint.faults.take(endpoint.target);
+  if (fault?.mode === 'in_transit') await sleep(fault.ms, undefined, { signal: endpoint.signal });
+  const finished = request.arrive();
+  try {
+    const perform = () => {
+      const response = request.perform();
+      finished();
+      return response;
+    };
+    const execution = await attempt(fault, perform, endpoint.signal);
+    if (execution.hangUp) res.destroy();
+    else sendJson(res, execution.response.status, execution.response.body);
+  } finally {
+    finished();
+  }
 }

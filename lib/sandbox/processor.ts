@@ -7,7 +7,7 @@ import { FaultQueue, FaultTarget } from './faults';
 import { IdempotencyLedger } from './idempotency-ledger';
 import type { StoredResponse } from './idempotent-endpoint';
 import { routeRequest, type SandboxContext, sandboxRoutes } from './routes';
-import type { Shipment } from './shipments';
+import { BookingsInProgress, type Shipment } from './shipments';
 import { DEFAULT_WEBHOOK_RETRY, type Delivery, type WebhookRetry, WebhookSender } from './webhook-sender';
 
 export type { Charge } from './charges';
@@ -95,6 +95,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     chargeEndpoint: endpoint(FaultTarget.charges),
     emailEndpoint: endpoint(FaultTarget.emails),
     shipmentEndpoint: { faults, target: FaultTarget.shipments, signal: lifetime.signal },
+    bookingsInProgress: new BookingsInProgress(),
     webhooks: webhookSender(options, clock, lifetime.signal),
     webhookDelivery: { enabled: options.webhooksEnabled ?? true },
     nowSeconds: () => Math.floor(clock() / 1000),

@@ -15,7 +15,7 @@ import {
   serveIdempotently,
   serveOnce,
 } from './idempotent-endpoint';
-import { buildShipment, parseShipmentRequest, type Shipment } from './shipments';
+import { type BookingsInProgress, buildShipment, parseShipmentRequest, type Shipment } from './shipments';
 import type { WebhookSender } from './webhook-sender';
 
 /**
@@ -29,13 +29,15 @@ import type { WebhookSender } from './webhook-sender';
  *   POST   /v1/emails           Idempotency-Key + {to, subject, text, metadata?}          201 | 400 | 503
  *   POST   /v1/shipments        {reference, items: [{sku, quantity}]}: books a NEW shipment on every call, any
  *                                Idempotency-Key ignored (the warehouse keeps none)               201 | 400 | 503
- *   GET    /v1/shipments?reference=R   the shipments booked for R: {data: [shipment, ...]}
+ *   GET    /v1/shipments?reference=R   the shipments booked for R: {data: [shipment, ...]};
+ *                                       409 while a booking for R is still being made
  *   GET    /charges             successful charges only (a decline moved no money)
  *   GET    /emails              emails sent
  *   GET    /shipments           shipments booked
  *   GET    /events              events emitted (charge.succeeded)
- *   POST   /__faults            {mode: delay|error_503|drop_after_charge|delay_after_charge|outage, ms?, count?,
- *                                target?: charges|emails|shipments}  (outage: every request 503 for ms)
+ *   POST   /__faults            {mode: delay|error_503|drop_after_charge|delay_after_charge|outage|in_transit, ms?,
+ *                                count?, target?: charges|emails|shipments}  (outage: every request 503 for ms;
+ *                                in_transit: a booking held ms before the warehouse receives it, shipments only)
  *   GET    /__faults            pending faults;  DELETE /__faults clears them
  *   POST   /__webhooks/resend   {event_id, times?}: concurrent, single-attempt redeliveries and their statuses
  *   GET    /__webhooks          {enabled, url};  PUT /__webhooks {enabled}: stop or resume delivering new events
@@ -51,6 +53,8 @@ export interface SandboxContext {
   readonly chargeEndpoint: IdempotentEndpoint;
   readonly emailEndpoint: IdempotentEndpoint;
   readonly shipmentEndpoint: FaultedEndpoint;
+  /** Bookings received and not finished: their reference's lookup answers 409 meanwhile. */
+  readonly bookingsInProgress: BookingsInProgress;
   /** Absent when no webhook URL was configured: events are still recorded, just not delivered. */
   readonly webhooks: WebhookSender | undefined;
   /** Whether new events are delivered now (`PUT /__webhooks`). */
@@ -187,17 +191,33 @@ async function sendEmail(context: SandboxContext, req: IncomingMessage, res: Ser
 /** Books a shipment: every request a new one, as the warehouse keeps no idempotency memory. */
 async function bookShipment(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const request = parseShipmentRequest(await readJson(req));
-  await serveOnce(res, context.shipmentEndpoint, () => {
-    const shipment = buildShipment(request, context.nowSeconds());
-    context.shipments.push(shipment);
-    return { status: 201, body: shipment };
+  await serveOnce(res, context.shipmentEndpoint, {
+    arrive: () => context.bookingsInProgress.begin(request.reference),
+    perform: () => {
+      const shipment = buildShipment(request, context.nowSeconds());
+      context.shipments.push(shipment);
+      return { status: 201, body: shipment };
+    },
   });
 }
 
-/** The shipments booked for a reference, oldest first: how a client that lost an answer finds out what happened. */
+/**
+ * The shipments booked for a reference, oldest first: how a client that lost an answer finds out what happened. While
+ * a booking for the reference is still being made the answer is not known yet, and it says so (409, as the charge
+ * lookup does for a key still in use) rather than listing what is booked so far. A booking still on its way (the
+ * `in_transit` fault) has not arrived: the warehouse can't know of it.
+ */
 async function findShipments(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const reference = new URL(req.url ?? '/', 'http://sandbox').searchParams.get('reference');
   if (!reference) throw invalidRequest('The reference query parameter is required.');
+  if (context.bookingsInProgress.has(reference)) {
+    throw new SandboxApiError(
+      409,
+      ErrorType.invalidRequest,
+      'A booking for this reference is still being processed. Try again later.',
+      'booking_in_progress',
+    );
+  }
   const data = context.shipments.filter((shipment) => shipment.reference === reference);
   sendJson(res, 200, { object: 'list', data });
 }

@@ -34,7 +34,9 @@ describe('sandbox fault injection', () => {
       ['a delay without ms', { mode: 'delay' }],
       ['a negative delay', { mode: 'delay', ms: -1 }],
       ['a zero count', { mode: 'error_503', count: 0 }],
-      ['an unknown target', { mode: 'error_503', target: 'refunds' }],
+      ['an unknown target', { mode: 'error_503', target: 'payouts' }],
+      ['in_transit aimed at anything but shipments', { mode: 'in_transit', ms: 10, target: 'charges' }],
+      ['in_transit without a target', { mode: 'in_transit', ms: 10 }],
       ['an unknown field', { mode: 'drop_after_charge', when: 'later' }],
       ['a body that is not JSON', 'mode=delay'],
     ])('refuses %s with a 400', async (_case, body) => {

@@ -1,5 +1,6 @@
 import type { PendingFault } from '../../lib/sandbox/faults';
 import { type Sandbox, type Shipment, startSandbox } from '../../lib/sandbox/processor';
+import { WAREHOUSE_MAX_LINE_QUANTITY } from '../../lib/sandbox/shipments';
 import { eventually, getJson, injectFault, newKey, postJson } from './client';
 
 const items = [{ sku: 'sku_widget', quantity: 2 }];
@@ -58,6 +59,27 @@ describe('sandbox warehouse', () => {
     expect(response.status).toBe(400);
   });
 
+  it('refuses a line over its limit with a 400 that names the line and the limit, and books nothing', async () => {
+    const reference = newKey('ord');
+    const response = await postJson(`${sandbox.url}/v1/shipments`, {
+      reference,
+      items: [items[0], { sku: 'sku_gadget', quantity: WAREHOUSE_MAX_LINE_QUANTITY + 1 }],
+    });
+    expect(response).toEqual({
+      status: 400,
+      replayed: false,
+      body: {
+        error: {
+          type: 'invalid_request_error',
+          message: 'Invalid shipment: items.1.quantity: a line holds at most 1000000 units.',
+          param: 'items.1.quantity',
+        },
+      },
+    });
+    expect(await bookedFor(reference)).toEqual([]);
+    expect((await book(reference)).status).toBe(201); // the limit itself is a line it takes
+  });
+
   it.each([
     ['no reference', { items }],
     ['no items', { reference: 'r', items: [] }],
@@ -94,6 +116,37 @@ describe('sandbox warehouse', () => {
       const answer = book(reference);
       await eventually(async () => expect(await bookedFor(reference)).toHaveLength(1));
       expect((await answer).status).toBe(201);
+    });
+
+    it('delay: the lookup answers 409 "in progress" while the booking is being made, then lists it', async () => {
+      const reference = newKey('ord');
+      const other = newKey('ord');
+      await injectFault(sandbox, { mode: 'delay', ms: 600, target: 'shipments' });
+
+      // The client gives up; the warehouse goes on booking, as a real one does.
+      await expect(book(reference, {}, AbortSignal.timeout(100))).rejects.toThrow(/aborted/i);
+      const during = await fetch(`${sandbox.url}/v1/shipments?reference=${encodeURIComponent(reference)}`);
+      expect(during.status).toBe(409);
+      expect(await during.json()).toEqual({
+        error: {
+          type: 'invalid_request_error',
+          code: 'booking_in_progress',
+          message: 'A booking for this reference is still being processed. Try again later.',
+        },
+      });
+      expect(await bookedFor(other)).toEqual([]); // another reference is answered meanwhile
+      await eventually(async () => expect(await bookedFor(reference)).toHaveLength(1));
+    });
+
+    it('in_transit: the warehouse knows nothing of a booking on its way, then books it though the client left', async () => {
+      const reference = newKey('ord');
+      await injectFault(sandbox, { mode: 'in_transit', ms: 600, target: 'shipments' });
+
+      await expect(book(reference, {}, AbortSignal.timeout(100))).rejects.toThrow(/aborted/i);
+      // Not "in progress": the request has not reached the warehouse, so its lookup finds nothing, honestly.
+      expect(await bookedFor(reference)).toEqual([]);
+      await eventually(async () => expect(await bookedFor(reference)).toHaveLength(1));
+      expect(await getJson<PendingFault[]>(`${sandbox.url}/__faults`)).toEqual([]);
     });
 
     it('leaves the charges and emails alone', async () => {
