@@ -92,6 +92,21 @@ describe.each(storeHarnesses)('step results on %s', (_name, harness) => {
     },
   );
 
+  it('keeps a result of NULs and lone surrogates as large as the checkpoint may be', async () => {
+    const store = h.store();
+    const limit = store.maxCheckpointBytes ?? 0;
+    expect(limit).toBeGreaterThan(0);
+    const key = newKey();
+    const claimed = await store.claim(key, 'fp', { recoverable: true });
+    if (claimed.kind !== 'acquired') throw new Error(claimed.kind);
+    // Six bytes of JSON each (\u0000, \ud800): the progress comes within a few hundred bytes of the limit.
+    const value = '\u0000\ud800'.repeat(Math.floor((limit - 300) / 12));
+    await new ClaimedOperation(store, claimed.lease).handle.step('read', async () => value);
+    const progress = (await h.stored(key))?.progress;
+    expect(progress?.steps[0]?.result === value).toBe(true); // not toEqual: a diff of 100,000 characters
+    expect(Buffer.byteLength(JSON.stringify(progress))).toBeGreaterThan(limit - 400);
+  });
+
   it('knows a checkpoint holding them whose reply was lost for its own: the step and its effect once', async () => {
     const clock = new FakeClock(Date.now());
     const store = h.faults.store({ clock, leaseSeconds: LEASE_MS / 1000 });
@@ -130,6 +145,15 @@ describe.each(storeHarnesses)('stored responses on %s', (_name, harness) => {
       headers: { 'X-Note': odd, [`X-${odd}`]: 'name' },
     };
     await store.commit(claimed.lease, response);
+    await expect(store.claim(key, 'fp')).resolves.toMatchObject({ kind: 'replay', response });
+  });
+
+  it('keeps them exactly through a one-shot commit, which writes the record whole', async () => {
+    const store = h.store();
+    const key = newKey();
+    const response = { statusCode: 201, body: '{"id":"ord_1"}\u0000', headers: { 'X-Note': 'a\u0000\ud800\udfffb' } };
+    const first = await store.claimAndCommit(key, 'fp', async () => ({ response, effects: [] }));
+    expect(first.kind).toBe('committed');
     await expect(store.claim(key, 'fp')).resolves.toMatchObject({ kind: 'replay', response });
   });
 });
