@@ -7,8 +7,16 @@ import { invalidBody } from './errors';
  * idempotency memory and never consume one, so a fault always lands on an attempt to charge (or to send).
  */
 
-/** Which endpoint family a fault targets: the processor's charges, the mailer's emails, the warehouse's shipments. */
-export const FaultTarget = { charges: 'charges', emails: 'emails', shipments: 'shipments' } as const;
+/**
+ * Which endpoint family a fault targets: the processor's charges and refunds, the mailer's emails, the warehouse's
+ * shipments.
+ */
+export const FaultTarget = {
+  charges: 'charges',
+  refunds: 'refunds',
+  emails: 'emails',
+  shipments: 'shipments',
+} as const;
 export type FaultTarget = (typeof FaultTarget)[keyof typeof FaultTarget];
 
 /** The longest injectable delay: long enough for any timeout test, short enough not to hang a run. */
@@ -17,7 +25,9 @@ const MAX_COUNT = 1000;
 
 const common = {
   count: z.number().int().min(1).max(MAX_COUNT).default(1),
-  target: z.enum([FaultTarget.charges, FaultTarget.emails, FaultTarget.shipments]).default(FaultTarget.charges),
+  target: z
+    .enum([FaultTarget.charges, FaultTarget.refunds, FaultTarget.emails, FaultTarget.shipments])
+    .default(FaultTarget.charges),
 };
 
 const faultSchema = z.discriminatedUnion('mode', [

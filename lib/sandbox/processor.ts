@@ -6,6 +6,7 @@ import type { ProcessorEvent } from './events';
 import { FaultQueue, FaultTarget } from './faults';
 import { IdempotencyLedger } from './idempotency-ledger';
 import type { StoredResponse } from './idempotent-endpoint';
+import type { Refund } from './refunds';
 import { routeRequest, type SandboxContext, sandboxRoutes } from './routes';
 import { BookingsInProgress, type Shipment } from './shipments';
 import { DEFAULT_WEBHOOK_RETRY, type Delivery, type WebhookRetry, WebhookSender } from './webhook-sender';
@@ -13,6 +14,7 @@ import { DEFAULT_WEBHOOK_RETRY, type Delivery, type WebhookRetry, WebhookSender 
 export type { Charge } from './charges';
 export type { Email } from './emails';
 export type { ProcessorEvent } from './events';
+export type { Refund } from './refunds';
 export type { Shipment } from './shipments';
 export type { Delivery, WebhookRetry } from './webhook-sender';
 export { DEFAULT_WEBHOOK_RETRY, WEBHOOK_RETRY_WINDOW_ENV, webhookRetryFromEnv } from './webhook-sender';
@@ -51,6 +53,8 @@ export interface Sandbox {
   close(): Promise<void>;
   /** Successful charges, in the order they were made (declines are not charges: no money moved). */
   charges(): Charge[];
+  /** Refunds made, in order. */
+  refunds(): Refund[];
   /** Events emitted, one per new successful charge. */
   events(): ProcessorEvent[];
   /** Emails sent. */
@@ -88,11 +92,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   });
   const context: SandboxContext = {
     charges: [],
+    refunds: [],
     emails: [],
     shipments: [],
     events: [],
     faults,
     chargeEndpoint: endpoint(FaultTarget.charges),
+    refundEndpoint: endpoint(FaultTarget.refunds),
     emailEndpoint: endpoint(FaultTarget.emails),
     shipmentEndpoint: { faults, target: FaultTarget.shipments, signal: lifetime.signal },
     bookingsInProgress: new BookingsInProgress(),
@@ -111,6 +117,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return closing;
     },
     charges: () => [...context.charges],
+    refunds: () => [...context.refunds],
     events: () => [...context.events],
     emails: () => [...context.emails],
     shipments: () => [...context.shipments],

@@ -15,6 +15,7 @@ import {
   serveIdempotently,
   serveOnce,
 } from './idempotent-endpoint';
+import { decideRefund, parseRefundRequest, type Refund } from './refunds';
 import { type BookingsInProgress, buildShipment, parseShipmentRequest, type Shipment } from './shipments';
 import type { WebhookSender } from './webhook-sender';
 
@@ -31,12 +32,16 @@ import type { WebhookSender } from './webhook-sender';
  *                                Idempotency-Key ignored (the warehouse keeps none)               201 | 400 | 503
  *   GET    /v1/shipments?reference=R   the shipments booked for R: {data: [shipment, ...]};
  *                                       409 while a booking for R is still being made
+ *   POST   /v1/refunds          Idempotency-Key + {charge, amount?, metadata?}: gives back what is left of the charge,
+ *                                or amount of it; an unknown charge, one refunded in full, or more than is left: 400
+ *                                                                                       201 | 400 | 503
  *   GET    /charges             successful charges only (a decline moved no money)
+ *   GET    /refunds             refunds made
  *   GET    /emails              emails sent
  *   GET    /shipments           shipments booked
  *   GET    /events              events emitted (charge.succeeded)
  *   POST   /__faults            {mode: delay|error_503|drop_after_charge|delay_after_charge|outage|in_transit, ms?,
- *                                count?, target?: charges|emails|shipments}  (outage: every request 503 for ms;
+ *                                count?, target?: charges|refunds|emails|shipments}  (outage: every request 503 for ms;
  *                                in_transit: a booking held ms before the warehouse receives it, shipments only)
  *   GET    /__faults            pending faults;  DELETE /__faults clears them
  *   POST   /__webhooks/resend   {event_id, times?}: concurrent, single-attempt redeliveries and their statuses
@@ -46,11 +51,13 @@ import type { WebhookSender } from './webhook-sender';
 /** Everything the routes read and change: one sandbox's in-memory world. */
 export interface SandboxContext {
   readonly charges: Charge[];
+  readonly refunds: Refund[];
   readonly emails: Email[];
   readonly shipments: Shipment[];
   readonly events: ProcessorEvent[];
   readonly faults: FaultQueue;
   readonly chargeEndpoint: IdempotentEndpoint;
+  readonly refundEndpoint: IdempotentEndpoint;
   readonly emailEndpoint: IdempotentEndpoint;
   readonly shipmentEndpoint: FaultedEndpoint;
   /** Bookings received and not finished: their reference's lookup answers 409 meanwhile. */
@@ -80,6 +87,8 @@ export function sandboxRoutes(context: SandboxContext): Record<string, Handler> 
     'POST /v1/charges': (req, res) => createCharge(context, req, res),
     'GET /v1/charges': (req, res) => findCharge(context, req, res),
     'GET /charges': async (_req, res) => sendJson(res, 200, context.charges),
+    'POST /v1/refunds': (req, res) => createRefund(context, req, res),
+    'GET /refunds': async (_req, res) => sendJson(res, 200, context.refunds),
     'POST /v1/emails': (req, res) => sendEmail(context, req, res),
     'GET /emails': async (_req, res) => sendJson(res, 200, context.emails),
     'POST /v1/shipments': (req, res) => bookShipment(context, req, res),
@@ -167,6 +176,27 @@ async function findCharge(context: SandboxContext, req: IncomingMessage, res: Se
   }
   const data = context.charges.filter((charge) => charge.idempotency_key === key);
   sendJson(res, 200, { object: 'list', data });
+}
+
+/**
+ * Gives money back on a charge: all of what is left, or `amount` of it. Idempotent by key like a charge (a retry with
+ * the key replays the refund, or the refusal); a charge it does not know, one refunded in full, or more than is left is
+ * a 400 (see {@link decideRefund}).
+ */
+async function createRefund(context: SandboxContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const key = requireIdempotencyKey(req);
+  const body = await readJson(req);
+  const request = parseRefundRequest(body);
+  await serveIdempotently(res, context.refundEndpoint, {
+    key,
+    fingerprint: fingerprintBody(body),
+    perform: () => {
+      const decision = decideRefund(request, context.charges, context.refunds, key, context.nowSeconds());
+      if (decision.kind === 'refused') return decision.response;
+      context.refunds.push(decision.refund);
+      return { status: 201, body: decision.refund };
+    },
+  });
 }
 
 function webhookState(context: SandboxContext) {
