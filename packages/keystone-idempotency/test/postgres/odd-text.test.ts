@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { scopedKey } from '../../src/engine/key';
 import { makeIdempotent } from '../../src/engine/make-idempotent';
 import { ClaimedOperation, type IdempotencyHandle } from '../../src/engine/operation';
+import { PostgresStore } from '../../src/postgres/store';
 import { FakeClock } from '../support/fake-clock';
+import { postgresUrl, testPostgres } from '../support/postgres';
 import { storeHarnesses } from '../support/stores';
+import { runTsx } from '../support/tsx-program';
 
 /**
  * Text a store must give back exactly as it was given: a NUL, lone surrogates. A step's result is kept as JSON, and
@@ -156,4 +160,61 @@ describe.each(storeHarnesses)('stored responses on %s', (_name, harness) => {
     expect(first.kind).toBe('committed');
     await expect(store.claim(key, 'fp')).resolves.toMatchObject({ kind: 'replay', response });
   });
+});
+
+describe('a process killed between steps, on PostgreSQL', () => {
+  const pg = testPostgres();
+
+  it('leaves its first step holding a NUL and lone surrogates, which the next owner gets back exactly', async () => {
+    const value = { email: 'ada\u0000@example.com', odd: ['\ud800', '\udfff', 'x\ud800y'] };
+    const id = randomUUID();
+    // SIGKILL inside the second step: the first step's checkpoint is all the process leaves.
+    const killed = runTsx(
+      `
+import { makeIdempotent } from 'keystone-idempotency';
+import { PostgresStore } from 'keystone-idempotency/postgres';
+import { Pool } from 'pg';
+
+const store = new PostgresStore({
+  pool: new Pool({ connectionString: process.env.DATABASE_URL }),
+  schema: process.env.SCHEMA,
+  leaseSeconds: 1,
+});
+const work = makeIdempotent(
+  async (input: { id: string }, idempotency) => {
+    const read = await idempotency.step('read', async () => JSON.parse(process.env.VALUE ?? 'null'));
+    await idempotency.step('write', async () => process.kill(process.pid, 'SIGKILL'));
+    return read;
+  },
+  { store, name: 'killed-between-steps', key: (input) => input.id },
+);
+await work({ id: process.env.ID ?? '' });
+`,
+      // JSON.stringify spells the NUL and the surrogates as ASCII escapes: the environment can carry them.
+      { DATABASE_URL: postgresUrl(), SCHEMA: pg.schema, VALUE: JSON.stringify(value), ID: id },
+    );
+    // tsx runs the program in a child of its own, and answers its SIGKILL with 128 + 9.
+    const { code, signal } = await killed.exited;
+    const sigkilled = signal === 'SIGKILL' || code === 137;
+    expect({ sigkilled, stderr: sigkilled ? '' : killed.stderr() }).toEqual({ sigkilled: true, stderr: '' });
+    await delay(1100); // its one-second lease runs out
+    let reran = false;
+    const work = makeIdempotent(
+      async (_input: { id: string }, idempotency: IdempotencyHandle<unknown>) => {
+        const read = await idempotency.step('read', async () => {
+          reran = true;
+          return 'ran again';
+        });
+        await idempotency.step('write', async () => 'written');
+        return read;
+      },
+      {
+        store: new PostgresStore({ pool: pg.pool, schema: pg.schema, leaseSeconds: 1 }),
+        name: 'killed-between-steps',
+        key: (input) => input.id,
+      },
+    );
+    await expect(work({ id })).resolves.toEqual(value);
+    expect(reran).toBe(false);
+  }, 60_000);
 });

@@ -1,4 +1,3 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { scopedKey } from '../../src/engine/key';
 import { migrate } from '../../src/postgres/migrate';
 import { PostgresStore } from '../../src/postgres/store';
 import { postgresUrl, testPostgres } from '../support/postgres';
+import { runTsx, type TsxProgram } from '../support/tsx-program';
 
 /**
  * pg emits an idle connection's error (a session the server ended: an administrator, a failover, RDS Proxy closing
@@ -16,7 +16,6 @@ import { postgresUrl, testPostgres } from '../support/postgres';
  * whatever pool it is given, so a team that builds its pool as the README does keeps its process.
  */
 const pg = testPostgres();
-const repository = join(__dirname, '..', '..', '..', '..');
 const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
 
 /** The README's own construction of a store, as a team copies it: a Pool built inline, nothing else on it. */
@@ -39,12 +38,7 @@ async function backends(applicationName: string): Promise<number[]> {
  * A Node process (tsx, as a team runs its code locally) running the README's store: each line on its stdin is ids
  * to run one operation each for, side by side.
  */
-function startReadmeProcess(applicationName: string): {
-  child: ChildProcessWithoutNullStreams;
-  call(ids: string): Promise<unknown>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr(): string;
-} {
+function startReadmeProcess(applicationName: string): TsxProgram & { call(ids: string): Promise<unknown> } {
   const program = `
 import { createInterface } from 'node:readline';
 import { makeIdempotent } from 'keystone-idempotency';
@@ -70,27 +64,14 @@ for await (const line of createInterface({ input: process.stdin })) {
   // The README's table name, unqualified, resolved in this file's schema; the name tells its sessions apart.
   url.searchParams.set('options', `-c search_path=${pg.schema}`);
   url.searchParams.set('application_name', applicationName);
-  const tsx = join(repository, 'node_modules', 'tsx', 'dist', 'cli.mjs');
-  const child = spawn(process.execPath, [tsx, '--conditions=keystone-source', '--input-type=module', '-e', program], {
-    cwd: repository,
-    env: { ...process.env, DATABASE_URL: url.toString() },
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const running = runTsx(program, { DATABASE_URL: url.toString() });
+  const lines = createInterface({ input: running.child.stdout })[Symbol.asyncIterator]();
   return {
-    child,
-    exited,
-    stderr: () => stderr,
+    ...running,
     async call(ids: string) {
-      child.stdin.write(`${ids}\n`);
-      const next = await Promise.race([lines.next(), exited.then(() => undefined)]);
-      if (!next || next.done) throw new Error(`the process ended before it answered ${ids}:\n${stderr}`);
+      running.child.stdin.write(`${ids}\n`);
+      const next = await Promise.race([lines.next(), running.exited.then(() => undefined)]);
+      if (!next || next.done) throw new Error(`the process ended before it answered ${ids}:\n${running.stderr()}`);
       return JSON.parse(next.value);
     },
   };
