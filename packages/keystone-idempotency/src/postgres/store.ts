@@ -12,7 +12,10 @@ export { DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS, DEFAULT_LOCK_TIMEOUT_MS } from 
 export type { PostgresEffect, PostgresStatement } from './effect.js';
 
 export interface PostgresStoreOptions extends StoreLifetimeOptions, TableOptions, DatabaseOptions {
-  /** A pg `Pool`; created with `pipeline: true`, a commit with its statements is one round trip. */
+  /**
+   * A pg `Pool`; created with `pipeline: true`, a commit with its statements is one round trip. The store listens
+   * for its `error` event (a connection the server closed while idle), which would otherwise end the process.
+   */
   readonly pool: Pick<Pool, 'connect'>;
   /** Largest stored response (body plus headers, bytes). Default 1 MiB. */
   readonly maxResponseBytes?: number;
