@@ -1,3 +1,4 @@
+import type { Clock } from './clock.js';
 import type { IdempotencyRecord, Lease, StoredResponse } from './record.js';
 import type { StepProgress } from './steps.js';
 
@@ -24,6 +25,12 @@ import type { StepProgress } from './steps.js';
  *   a new downstream key, and charge again. Commit and abandon give the record a full TTL from then.
  * - Takeovers keep the fingerprint and the downstream key; a fresh claim (absent or expired) gets new ones.
  */
+/** How a release hands a recoverable operation back to recovery. */
+export interface ReleaseOptions {
+  /** Due for recovery no sooner than this from now (ms); never sooner than a lease. */
+  readonly recoverAfterMs?: number;
+}
+
 export interface IdempotencyStore<TEffect> {
   /** The default lease a claim holds before a duplicate may take it over, in ms. */
   readonly leaseMs: number;
@@ -31,6 +38,11 @@ export interface IdempotencyStore<TEffect> {
   readonly ttlSeconds: number;
   /** The most effects one commit can carry with the key's completion. */
   readonly maxEffects: number;
+  /**
+   * The clock the store dates its records with, where it was given one: the engine dates an operation's checkpoint
+   * entries by it too, so every time in one record is on one clock. Absent: the system clock.
+   */
+  readonly clock?: Clock;
 
   /**
    * Refuses an effect that is not this store's kind (SQL on DynamoDB, a transaction item on PostgreSQL, anything it
@@ -85,10 +97,10 @@ export interface IdempotencyStore<TEffect> {
 
   /**
    * Gives the key back after a transient failure, keeping the fingerprint and downstream key. A recoverable
-   * operation becomes due for recovery one lease from now. False (and nothing changed) when the owner no longer
-   * holds it.
+   * operation becomes due for recovery one lease from now, or `recoverAfterMs` from now when that is longer (a
+   * compensation that keeps failing backs off). False (and nothing changed) when the owner no longer holds it.
    */
-  release(lease: Lease): Promise<boolean>;
+  release(lease: Lease, options?: ReleaseOptions): Promise<boolean>;
 
   /**
    * Gives up on an operation recovery found no effect for: it leaves the recovery set, keeping its fingerprint and

@@ -7,6 +7,7 @@ import type {
   IdempotencyStore,
   OneShotContext,
   OneShotOutcome,
+  ReleaseOptions,
   ResumeOptions,
   ResumeOutcome,
 } from './contract.js';
@@ -71,7 +72,7 @@ export class DriverStore<TEffect> implements IdempotencyStore<TEffect> {
    */
   readonly checkpoint?: (lease: Lease, progress: StepProgress, effects?: readonly TEffect[]) => Promise<void>;
   private readonly driver: IdempotencyDriver<TEffect>;
-  protected readonly clock: Clock;
+  readonly clock: Clock;
   private readonly ids: IdSource;
   private readonly maxResponseBytes: number;
   /** The writes and read the engine's claim and resume rounds drive. */
@@ -143,14 +144,16 @@ export class DriverStore<TEffect> implements IdempotencyStore<TEffect> {
 
   /**
    * Gives the key back after a transient failure, fenced by the lease token; the fingerprint and downstream key stay.
-   * A recoverable operation becomes due for recovery one lease from now, and has no expiry until it is finished.
+   * A recoverable operation becomes due for recovery one lease from now (or `recoverAfterMs`, when longer), and has
+   * no expiry until it is finished.
    * False (and nothing changed) when this owner no longer holds it; true again for a release already made.
    */
-  async release(lease: Lease): Promise<boolean> {
+  async release(lease: Lease, options: ReleaseOptions = {}): Promise<boolean> {
     const now = this.clock.now();
+    const recoverAfterMs = Math.max(this.leaseMs, options.recoverAfterMs ?? 0);
     return this.endLease(lease, RecordStatus.Released, now, {
       // The expiry goes too: a record claimed before unfinished recoverable operations lost theirs may carry one.
-      ...(lease.recoverable ? { recoverAt: now + this.leaseMs, expiresAt: null } : {}),
+      ...(lease.recoverable ? { recoverAt: now + recoverAfterMs, expiresAt: null } : {}),
     });
   }
 

@@ -257,7 +257,11 @@ export class StepResultNotJsonError extends StepError {
  * recovery. Retryable.
  */
 export class StepOutcomeUnknownError extends StepError {
-  constructor(step: string) {
+  constructor(
+    step: string,
+    /** How long until the outcome can be known: when a call still on its way must have landed. Absent: soon. */
+    readonly retryAfterMs?: number,
+  ) {
     super(step, `step ${step} was started before and its outcome can't be found out yet; try again later`);
     this.name = 'StepOutcomeUnknownError';
   }
@@ -265,10 +269,11 @@ export class StepOutcomeUnknownError extends StepError {
 
 /**
  * Thrown by a step's function (or its resolver) when its outside system refused it for good (a card declined, an
- * address that can't be shipped to): the operation can never finish. Recovery then runs the compensations of the
- * steps done, in reverse, and completes the operation with `response` when given (replayed to a client that comes
- * back), or else abandons it with its progress kept. In a live request it is an error like any other for the
- * adapter: catch it in the handler to answer (and store) the response you want.
+ * address that can't be shipped to): the operation can never finish. The engine records the refusal in the
+ * operation's record, runs the compensations of the steps done in reverse (each checkpointed), then completes the
+ * operation with `response` (replayed to every retry) or, without one, abandons it with its progress kept. Every
+ * adapter and recovery do this alike; a compensation that fails leaves the operation due, and the next attempt or
+ * recovery run goes on from the first step not yet compensated (see docs/recovery.md).
  */
 export class StepRefusedError extends StepError {
   readonly response: StoredResponse | undefined;
@@ -280,16 +285,5 @@ export class StepRefusedError extends StepError {
     super(step, message, { cause: options.cause });
     this.name = 'StepRefusedError';
     this.response = options.response;
-  }
-}
-
-/**
- * A step was compensated by recovery (its operation could never finish, and was undone): it never runs again in this
- * generation of the operation.
- */
-export class StepCompensatedError extends StepError {
-  constructor(step: string) {
-    super(step, `step ${step} was compensated: its operation could not finish and was undone`);
-    this.name = 'StepCompensatedError';
   }
 }

@@ -10,7 +10,7 @@
  */
 
 // The store contract, and what it stores.
-export { type Clock, type IdSource, systemClock } from './clock.js';
+export { type Clock, type IdSource, LEASE_MARGIN_MS, systemClock } from './clock.js';
 export {
   type ClaimOptions,
   type ClaimOutcome,
@@ -22,6 +22,7 @@ export {
   type IdempotencyStore,
   type OneShotContext,
   type OneShotOutcome,
+  type ReleaseOptions,
   type ResumeOptions,
   type ResumeOutcome,
 } from './contract.js';
@@ -53,7 +54,6 @@ export {
   type Began,
   beginOperation,
   type InvocationTime,
-  LEASE_MARGIN_MS,
   type LifecycleOptions,
   type OperationIdentity,
   type OperationWork,

@@ -1,6 +1,12 @@
 import { type Clock, systemClock } from './clock.js';
 import type { IdempotencyStore } from './contract.js';
-import { LeaseLostError, StagingClosedError, TooManyEffectsError } from './errors.js';
+import {
+  LeaseLostError,
+  StagingClosedError,
+  StepOutcomeUnknownError,
+  StepRefusedError,
+  TooManyEffectsError,
+} from './errors.js';
 import type { Lease, StoredResponse } from './record.js';
 import { StepRunner } from './step-runner.js';
 import type { StepContext, StepObserver, StepOptions, StepProgress } from './steps.js';
@@ -77,7 +83,7 @@ export interface IdempotencyHandle<TEffect> {
 export interface OperationOptions {
   /** Told each step's outcome (count them: {@link StepMetric}). */
   readonly onStep?: StepObserver;
-  /** The clock a checkpoint's entries are dated with. Default: the system's. */
+  /** The clock a checkpoint's entries are dated with. Default: the store's, else the system's. */
   readonly clock?: Clock;
 }
 
@@ -90,14 +96,38 @@ export type AttemptEnd =
   | { readonly kind: 'transient'; readonly error?: unknown };
 
 /**
- * What {@link ClaimedOperation.settle} did: committed; fenced (the lease was taken over, nothing written); or
- * released for a retry (`released` false when the store no longer held it for us, or could not be reached), with
- * the error that ended the attempt or failed the commit, if any.
+ * What {@link ClaimedOperation.settle} did: committed; fenced (the lease was taken over, nothing written); released
+ * for a retry (`released` false when the store no longer held it for us, or could not be reached), with the error
+ * that ended the attempt or failed the commit, if any; or, for an operation refused for good, ended or still ending.
+ *
+ * - `refused`: a step was refused for good (`StepRefusedError`); the steps done were compensated, and the operation
+ *   completed with the refusal's `response` (every retry replays it) or, without one, abandoned with its progress kept.
+ * - `compensating`: refused, but a compensation failed: released for a retry after `retryAfterMs` (recovery backs off
+ *   the same way), `failures` counting the attempts that tried since the refusal.
  */
 export type Settlement =
   | { readonly kind: 'committed' }
   | { readonly kind: 'fenced'; readonly error: LeaseLostError }
-  | { readonly kind: 'released'; readonly released: boolean; readonly error?: unknown };
+  | { readonly kind: 'released'; readonly released: boolean; readonly error?: unknown }
+  | {
+      readonly kind: 'refused';
+      readonly refusal: StepRefusedError;
+      readonly response: StoredResponse | undefined;
+      /** Compensations this attempt ran. */
+      readonly compensated: number;
+      /** Abandoned with steps done that declared no compensation: progress nobody will undo. Alarm on it. */
+      readonly leftDone: boolean;
+    }
+  | {
+      readonly kind: 'compensating';
+      readonly released: boolean;
+      readonly error: unknown;
+      readonly failures: number;
+      readonly retryAfterMs: number;
+    };
+
+/** The longest a failed compensation waits before it is tried again: backoff doubles from a lease up to this. */
+export const MAX_COMPENSATION_BACKOFF_MS = 60 * 60 * 1000;
 
 /**
  * One claimed operation, from its claim to the end of its lease: the handle its work sees, the effects staged
@@ -125,7 +155,7 @@ export class ClaimedOperation<TEffect> {
     options: OperationOptions = {},
   ) {
     this.steps = new StepRunner(store, lease, {
-      clock: options.clock ?? systemClock,
+      clock: options.clock ?? store.clock ?? systemClock,
       isOpen: () => this.open,
       ...(options.onStep ? { onStep: options.onStep } : {}),
     });
@@ -174,10 +204,13 @@ export class ClaimedOperation<TEffect> {
    */
   async commit(response: StoredResponse): Promise<void> {
     const effects = this.close();
-    // The lease as the checkpoints left it: the store sizes the response against the progress in the record.
+    await this.store.commit(this.leaseNow(), response, effects);
+  }
+
+  /** The lease as the checkpoints left it: the store sizes a response against the progress in the record. */
+  private leaseNow(): Lease {
     const progress = this.steps.current;
-    const lease = progress.revision > 0 ? { ...this.lease, progress } : this.lease;
-    await this.store.commit(lease, response, effects);
+    return progress.revision > 0 ? { ...this.lease, progress } : this.lease;
   }
 
   /**
@@ -204,8 +237,16 @@ export class ClaimedOperation<TEffect> {
    * any reason but a lost lease. A fenced commit (the lease was taken over) releases nothing: the key is the new
    * owner's. A release the store could not make (unreachable) is reported as not released: the lease then runs out
    * and the next attempt takes the key over.
+   *
+   * An operation refused for good (the work threw `StepRefusedError`, or met the refusal an earlier attempt
+   * recorded) is ended instead, whatever the attempt answered: the refusal recorded, the steps done compensated in
+   * reverse, then the refusal's response committed, or the operation abandoned without one ({@link Settlement}).
    */
   async settle(end: AttemptEnd): Promise<Settlement> {
+    if (this.steps.ending || (end.kind === 'transient' && end.error instanceof StepRefusedError)) {
+      const refused = await this.endRefused(end);
+      if (refused !== undefined) return refused;
+    }
     if (end.kind === 'outcome') {
       try {
         await this.commit(end.response);
@@ -215,12 +256,54 @@ export class ClaimedOperation<TEffect> {
         return { kind: 'released', released: await this.releaseQuietly(), error };
       }
     }
-    return { kind: 'released', released: await this.releaseQuietly(), error: end.error };
+    // A step whose outcome can't be known yet says when it can: no retry (or recovery run) comes back sooner.
+    const recoverAfterMs = end.error instanceof StepOutcomeUnknownError ? end.error.retryAfterMs : undefined;
+    return { kind: 'released', released: await this.releaseQuietly(recoverAfterMs), error: end.error };
   }
 
-  private async releaseQuietly(): Promise<boolean> {
+  /**
+   * The end of an operation refused for good: record the refusal, compensate, store its answer. Undefined when the
+   * refusal can't be recorded (thrown outside a step, under the name of a step done): it ends as any error does.
+   */
+  private async endRefused(end: AttemptEnd): Promise<Settlement | undefined> {
+    this.close(); // what the work staged outside steps belongs to an attempt that did not finish: none of it commits
+    const thrown = end.kind === 'transient' && end.error instanceof StepRefusedError ? end.error : undefined;
+    let refusal: StepRefusedError;
     try {
-      return await this.release();
+      if (!this.steps.ending && (thrown === undefined || !(await this.steps.recordRefusal(thrown)))) return undefined;
+      refusal = this.steps.recordedRefusal();
+    } catch (error) {
+      if (error instanceof LeaseLostError) return { kind: 'fenced', error };
+      return { kind: 'released', released: await this.releaseQuietly(), error };
+    }
+    let compensated: number;
+    try {
+      compensated = await this.steps.compensate();
+    } catch (error) {
+      if (error instanceof LeaseLostError) return { kind: 'fenced', error };
+      const failures = this.lease.attempt - (this.steps.refusedAttempt ?? this.lease.attempt) + 1;
+      const retryAfterMs = Math.min(this.store.leaseMs * 2 ** Math.min(failures - 1, 30), MAX_COMPENSATION_BACKOFF_MS);
+      const released = await this.releaseQuietly(retryAfterMs);
+      return { kind: 'compensating', released, error, failures, retryAfterMs };
+    }
+    const response = refusal.response ?? (end.kind === 'outcome' ? end.response : undefined);
+    try {
+      if (response !== undefined) await this.store.commit(this.leaseNow(), response, []);
+      else if (!(await this.store.abandon(this.lease))) {
+        return { kind: 'fenced', error: new LeaseLostError(this.lease.key, undefined) };
+      }
+    } catch (error) {
+      if (error instanceof LeaseLostError) return { kind: 'fenced', error };
+      return { kind: 'released', released: await this.releaseQuietly(), error };
+    }
+    const leftDone = response === undefined && this.progress.steps.some((step) => step.state === 'done');
+    return { kind: 'refused', refusal, response, compensated, leftDone };
+  }
+
+  private async releaseQuietly(recoverAfterMs?: number): Promise<boolean> {
+    try {
+      this.close();
+      return await this.store.release(this.lease, recoverAfterMs === undefined ? undefined : { recoverAfterMs });
     } catch {
       return false;
     }

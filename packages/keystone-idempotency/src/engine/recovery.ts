@@ -1,8 +1,8 @@
 import type { DueOperation, IdempotencyStore } from './contract.js';
-import { EffectConditionFailedError, LeaseLostError, StepOutcomeUnknownError, StepRefusedError } from './errors.js';
-import { ClaimedOperation, type IdempotencyHandle } from './operation.js';
+import { EffectConditionFailedError, LeaseLostError, StepOutcomeUnknownError } from './errors.js';
+import { type AttemptEnd, ClaimedOperation, type IdempotencyHandle } from './operation.js';
 import type { Lease, StoredResponse } from './record.js';
-import { type StepEvent, type StepObserver, type StepOutcome, StepState } from './steps.js';
+import type { StepEvent, StepObserver, StepOutcome } from './steps.js';
 
 /**
  * What recovery decided about one unfinished operation, having asked the outside system under its downstream key.
@@ -56,6 +56,16 @@ export interface RecoveryReport {
    * will finish or undo. Also counted in `abandoned`. Alarm on it: it needs a person.
    */
   abandonedWithProgress: number;
+  /**
+   * Operations refused for good whose compensation failed this run: left due, backed off (a lease, doubling, up to an
+   * hour). Also counted in `retried`.
+   */
+  compensationFailed: number;
+  /**
+   * Of those, the ones whose compensation has failed {@link COMPENSATION_ALARM_AFTER} times or more since the refusal:
+   * money or goods a customer should get back and has not. Alarm on it: it needs a person.
+   */
+  compensationStuck: number;
   /** Each step outcome the runs' `continue` verdicts met, counted (the metric names: `StepMetric`). */
   steps: Partial<Record<StepOutcome, number>>;
   /** Offered, but the run was told to stop before taking them (a Lambda nearing its timeout): due for the next run. */
@@ -73,6 +83,9 @@ export interface RecoveryReport {
    */
   oldestDue?: DueOperation & { readonly firstDueAt: number };
 }
+
+/** Failed attempts at a refused operation's compensation after which recovery reports it stuck (`compensationStuck`). */
+export const COMPENSATION_ALARM_AFTER = 5;
 
 export interface RecoverDueOptions {
   /** Operations read from the index at a time. Default 100. A run reads page after page until nothing new is due. */
@@ -124,6 +137,8 @@ export async function recoverDue<TEffect>(
     left: 0,
     compensated: 0,
     abandonedWithProgress: 0,
+    compensationFailed: 0,
+    compensationStuck: 0,
     steps: {},
   };
   const logger = options.logger ?? console;
@@ -141,6 +156,16 @@ export async function recoverDue<TEffect>(
         key,
         steps: progress,
       });
+    },
+    compensationFailed: (key, failures, retryAfterMs, error) => {
+      report.compensationFailed += 1;
+      const details = { key, failures, retryAfterMs, error: String(error) };
+      if (failures < COMPENSATION_ALARM_AFTER) {
+        logger.warn('a compensation failed; the operation is tried again later', details);
+        return;
+      }
+      report.compensationStuck += 1;
+      logger.error('a compensation keeps failing: the operation can not be undone without help', details);
     },
   };
   // Operations this run has been offered. One it skipped or failed may still be due (or an index that has not
@@ -274,12 +299,14 @@ interface StepsContext {
   readonly onStep: StepObserver;
   readonly compensated: () => void;
   readonly abandonedWithProgress: (key: string, steps: readonly { name: string; state: string }[]) => void;
+  readonly compensationFailed: (key: string, failures: number, retryAfterMs: number, error: unknown) => void;
 }
 
 /**
  * Drives a multi-step operation forward from its last recovery point: its work again under recovery's lease (steps
- * done come back from the record), then its commit. A step refused for good ends it: compensated, then completed with
- * the refusal's response or abandoned with its progress kept.
+ * done come back from the record), then its commit. An operation refused for good (a step refused now, or earlier)
+ * ends through the engine's one policy ({@link ClaimedOperation.settle}): compensated, then completed with the
+ * refusal's response or abandoned with its progress kept; a compensation that fails leaves it due, backed off.
  */
 async function continueSteps<TEffect>(
   store: IdempotencyStore<TEffect>,
@@ -288,58 +315,32 @@ async function continueSteps<TEffect>(
   steps: StepsContext,
 ): Promise<OneOutcome> {
   const operation = new ClaimedOperation(store, lease, { onStep: steps.onStep });
-  let response: StoredResponse;
+  let end: AttemptEnd;
   try {
-    response = await work(operation.handle, lease);
+    end = { kind: 'outcome', response: await work(operation.handle, lease) };
   } catch (error) {
     if (error instanceof LeaseLostError) return 'skipped'; // a checkpoint was fenced: someone else's now
-    if (!(error instanceof StepRefusedError)) {
-      await operation.release().catch(() => false);
-      if (error instanceof StepOutcomeUnknownError) return 'retried';
+    end = { kind: 'transient', error };
+  }
+  const settled = await operation.settle(end);
+  switch (settled.kind) {
+    case 'committed':
+      return 'completed';
+    case 'fenced':
+      return 'skipped';
+    case 'refused':
+      if (settled.compensated > 0) steps.compensated();
+      if (settled.response !== undefined) return 'completed';
+      if (settled.leftDone) steps.abandonedWithProgress(lease.key, operation.progress.steps);
+      return 'abandoned';
+    case 'compensating':
+      // Stays due, backed off: the next run compensates what is left (each compensated step is checkpointed).
+      steps.compensationFailed(lease.key, settled.failures, settled.retryAfterMs, settled.error);
+      return 'retried';
+    case 'released': {
+      const error = end.kind === 'transient' ? end.error : settled.error;
+      if (error instanceof StepOutcomeUnknownError || error instanceof EffectConditionFailedError) return 'retried';
       throw error;
     }
-    return refused(operation, error, steps);
   }
-  try {
-    await operation.commit(response);
-    return 'completed';
-  } catch (error) {
-    if (error instanceof LeaseLostError) return 'skipped';
-    await operation.release().catch(() => false);
-    if (error instanceof EffectConditionFailedError) return 'retried';
-    throw error;
-  }
-}
-
-/** An operation that can never finish: undo what declared an undo, then complete it with a response, or abandon it. */
-async function refused<TEffect>(
-  operation: ClaimedOperation<TEffect>,
-  error: StepRefusedError,
-  steps: StepsContext,
-): Promise<OneOutcome> {
-  let undone: number;
-  try {
-    undone = await operation.compensate();
-  } catch (compensation) {
-    if (compensation instanceof LeaseLostError) return 'skipped';
-    // Stays due: the next run compensates what is left (each compensated step is checkpointed as such).
-    await operation.release().catch(() => false);
-    throw compensation;
-  }
-  if (undone > 0) steps.compensated();
-  if (error.response) {
-    try {
-      await operation.commit(error.response);
-      return 'completed';
-    } catch (commit) {
-      if (commit instanceof LeaseLostError) return 'skipped';
-      await operation.release().catch(() => false);
-      throw commit;
-    }
-  }
-  operation.close();
-  if (!(await operation.abandon())) return 'skipped';
-  const left = operation.progress.steps.filter((step) => step.state === StepState.Done);
-  if (left.length > 0) steps.abandonedWithProgress(operation.lease.key, operation.progress.steps);
-  return 'abandoned';
 }

@@ -7,6 +7,7 @@ import type {
   IdempotencyStore,
   OneShotContext,
   OneShotOutcome,
+  ReleaseOptions,
   ResumeOptions,
   ResumeOutcome,
 } from './contract.js';
@@ -68,7 +69,8 @@ export class ReplayCache<TEffect> implements IdempotencyStore<TEffect> {
   private bytes = 0;
   private readonly maxEntries: number;
   private readonly maxBytes: number;
-  private readonly clock: Clock;
+  /** The store's clock (or the one given): the cache judges expiry by it, and the engine dates checkpoints by it. */
+  readonly clock: Clock;
 
   constructor(
     /** The store every miss, and every write, goes to. */
@@ -81,7 +83,7 @@ export class ReplayCache<TEffect> implements IdempotencyStore<TEffect> {
       throw new ConfigurationError(`maxEntries must be a whole number of at least 1, got ${options.maxEntries}`);
     }
     if (!(this.maxBytes > 0)) throw new ConfigurationError(`maxBytes must be positive, got ${options.maxBytes}`);
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? store.clock ?? systemClock;
     // Checkpoints go straight to the store (an unfinished operation is never cached), where the store has them.
     if (typeof store.checkpoint === 'function') {
       const checkpoint = store.checkpoint.bind(store);
@@ -158,8 +160,8 @@ export class ReplayCache<TEffect> implements IdempotencyStore<TEffect> {
     return outcome;
   }
 
-  release(lease: Lease): Promise<boolean> {
-    return this.store.release(lease);
+  release(lease: Lease, options?: ReleaseOptions): Promise<boolean> {
+    return this.store.release(lease, options);
   }
 
   abandon(lease: Lease): Promise<boolean> {

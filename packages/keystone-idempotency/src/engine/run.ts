@@ -1,8 +1,10 @@
+import { LEASE_MARGIN_MS } from './clock.js';
 import type { ClaimOptions, IdempotencyStore } from './contract.js';
 import { ContendedError, type LeaseLostError } from './errors.js';
-import { ClaimedOperation, type IdempotencyHandle } from './operation.js';
+import { ClaimedOperation, type IdempotencyHandle, type Settlement } from './operation.js';
 import type { IdempotencyRecord, Lease, StoredResponse } from './record.js';
 import { resultOf, storedResult } from './result.js';
+import { refusalOf } from './step-runner.js';
 import type { StepObserver } from './steps.js';
 import { idempotencyDisabled, unrecordedOperation } from './switch.js';
 
@@ -59,15 +61,6 @@ export interface LifecycleOptions {
   /** Told each step's outcome (`handle.step`), as it happens: count them under `StepMetric`'s names. */
   readonly onStep?: StepObserver;
 }
-
-/**
- * How far a lease reaches past the end of the invocation that holds it: the clock skew the takeover rule tolerates.
- * A duplicate takes over once the lease has run out by its own clock; the owner's function is stopped by then by its
- * platform's clock. Lambda hosts keep time with the Amazon Time Sync Service (typically within a millisecond), so a
- * second leaves room for clocks far worse than that. Where clocks may drift further apart, configure a store lease
- * longer than every function's timeout (the timing check does so for the reference service).
- */
-export const LEASE_MARGIN_MS = 1000;
 
 /**
  * A duplicate stops waiting this long before its invocation would end, to answer while it still can.
@@ -222,8 +215,12 @@ export async function runIdempotently<TResult, TEffect>(
 ): Promise<RunOutcome<TResult>> {
   const began = await beginOperation(store, identity, options);
   switch (began.kind) {
-    case 'replay':
+    case 'replay': {
+      // An operation refused for good ends the same way on every call: its first caller got the refusal, so do all.
+      const refusal = refusalOf(began.record.progress);
+      if (refusal) return { kind: 'failed', key: began.key, error: refusal, released: false };
       return { kind: 'replay', key: began.key, result: resultOf<TResult>(began.response), record: began.record };
+    }
     case 'in_flight':
     case 'mismatch':
       return began;
@@ -236,22 +233,32 @@ export async function runIdempotently<TResult, TEffect>(
     // A result with no JSON form (a BigInt, a cycle) fails here, before anything is written: like any failure.
     response = storedResult(result);
   } catch (error) {
-    const settled = await operation.settle({ kind: 'transient', error });
-    return { kind: 'failed', key: identity.key, error, released: settled.kind === 'released' && settled.released };
+    return ended(await operation.settle({ kind: 'transient', error }));
   }
-  const settled = await operation.settle({ kind: 'outcome', response });
-  switch (settled.kind) {
-    case 'committed':
-      return {
-        kind: 'committed',
-        key: identity.key,
-        result,
-        downstreamKey: operation.lease.downstreamKey,
-        attempt: operation.lease.attempt,
-      };
-    case 'fenced':
-      return { kind: 'fenced', key: identity.key, error: settled.error };
-    case 'released':
-      return { kind: 'failed', key: identity.key, error: settled.error, released: settled.released };
+  return ended(await operation.settle({ kind: 'outcome', response }), result);
+
+  /**
+   * What the attempt's end made of the operation (`result` is the work's, for a commit: a transient end never commits).
+   * Refused for good, there is nothing to retry: the refusal is the failure, on this call and every one after.
+   */
+  function ended(settled: Settlement, result?: TResult): RunOutcome<TResult> {
+    const { key } = identity;
+    switch (settled.kind) {
+      case 'committed':
+        return {
+          kind: 'committed',
+          key,
+          result: result as TResult,
+          downstreamKey: operation.lease.downstreamKey,
+          attempt: operation.lease.attempt,
+        };
+      case 'fenced':
+        return { kind: 'fenced', key, error: settled.error };
+      case 'released':
+      case 'compensating':
+        return { kind: 'failed', key, error: settled.error, released: settled.released };
+      case 'refused':
+        return { kind: 'failed', key, error: settled.refusal, released: false };
+    }
   }
 }

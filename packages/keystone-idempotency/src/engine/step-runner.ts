@@ -1,9 +1,8 @@
-import type { Clock } from './clock.js';
+import { type Clock, LEASE_MARGIN_MS } from './clock.js';
 import type { IdempotencyStore } from './contract.js';
 import {
   CheckpointTooLargeError,
   StagingClosedError,
-  StepCompensatedError,
   StepOutcomeUnknownError,
   StepRefusedError,
   StepResultNotJsonError,
@@ -11,7 +10,7 @@ import {
   TooManyEffectsError,
   TooManyStepsError,
 } from './errors.js';
-import type { Lease } from './record.js';
+import type { Lease, StoredResponse } from './record.js';
 import {
   DEFAULT_MAX_STEPS,
   MAX_STEP_NAME_LENGTH,
@@ -31,6 +30,13 @@ export const DEFAULT_MAX_CHECKPOINT_BYTES = 64 * 1024;
 
 const STEP_NAME = /^[A-Za-z0-9_.-]+$/;
 
+/**
+ * How soon after its started mark a resolved step's outside call must begin, or it is not made (the mark's write was
+ * slow): a later lookup's "not found" is trusted from the mark's time plus this, the step's `landsWithinMs` and the
+ * clock skew margin, so a call may never begin later than the mark says.
+ */
+export const MARK_TO_CALL_MS = 2000;
+
 /** A step done in this run whose compensation recovery may have to run. */
 interface Undoable<TEffect> {
   readonly name: string;
@@ -45,10 +51,16 @@ interface Undoable<TEffect> {
  * ```
  *  step(name) ─┬─ done in the record ──────────────────────────────► its recorded result (run not called)
  *              ├─ started, with a resolver ─► resolve ─┬─ found ────► checkpoint done (+ resolver's effects)
- *              │                                       ├─ notFound ─► run ─► checkpoint done (+ effects)
- *              │                                       └─ unknown ──► StepOutcomeUnknownError (retry later)
- *              └─ not reached ─► (resolver: checkpoint started) ─► run ─► checkpoint done (+ effects)
+ *              │                                       ├─ notFound, its call can no longer land
+ *              │                                       │     ─► checkpoint started again ─► run ─► checkpoint done
+ *              │                                       └─ unknown, or notFound too soon ─► StepOutcomeUnknownError
+ *              ├─ not reached ─► (resolver: checkpoint started) ─► run ─┬─ checkpoint done (+ effects)
+ *              │                                                        └─ StepRefusedError ─► checkpoint refused
+ *              └─ the operation was refused (a step refused, or compensated) ─► the recorded StepRefusedError
  * ```
+ *
+ * Once a step is refused the operation only ends: a step done still returns its result (and registers its
+ * compensation), every other step throws the recorded refusal, and the adapter compensates and stores the answer.
  *
  * @internal `ClaimedOperation` uses it; not exported by the package
  */
@@ -117,7 +129,8 @@ export class StepRunner<TEffect> {
       this.observe(name, 'replayed');
       return this.done(name, entry.result as T, options);
     }
-    if (entry?.state === StepState.Compensated) throw new StepCompensatedError(name);
+    // Refused for good earlier: nothing runs again; the attempt goes on to compensate and end.
+    if (this.ending) throw this.recordedRefusal();
     if (entry === undefined) this.checkRoom(name);
     let outcome: StepOutcome = 'ran';
     if (entry?.state === StepState.Started && options.resolve) {
@@ -129,15 +142,16 @@ export class StepRunner<TEffect> {
         return this.done(name, lookup.found, options);
       }
       context.close(); // a resolver that found nothing has nothing to write
-      if ('unknown' in lookup) {
+      // "Not found" is only final once a call begun at the mark can no longer land: before, it is still on its way.
+      const final = entry.at + MARK_TO_CALL_MS + options.landsWithinMs + LEASE_MARGIN_MS;
+      const now = this.options.clock.now();
+      if ('unknown' in lookup || now < final) {
         this.observe(name, 'unknown');
-        throw new StepOutcomeUnknownError(name);
+        throw new StepOutcomeUnknownError(name, 'unknown' in lookup ? undefined : final - now);
       }
       outcome = 'rerun';
-    } else if (options.resolve && entry?.state !== StepState.Started) {
-      // Before the outside call: a resumed operation that finds this mark asks the resolver instead of calling again.
-      await this.observed(name, () => this.write(name, StepState.Started, undefined, []));
     }
+    if (options.resolve) await this.markStarted(name, options.landsWithinMs);
     const context = this.context(name);
     const result = await this.observed(name, async () => {
       const value = await run(context.handle);
@@ -146,6 +160,50 @@ export class StepRunner<TEffect> {
     });
     this.observe(name, outcome);
     return this.done(name, result, options);
+  }
+
+  /**
+   * Before a resolved step's outside call (and again before it is made a second time): the mark a resumed operation
+   * finds, dated now. A mark whose write took too long is not followed by the call: its date would understate when
+   * the call began.
+   */
+  private async markStarted(name: string, landsWithinMs: number): Promise<void> {
+    const at = this.options.clock.now();
+    await this.observed(name, () => this.write(name, StepState.Started, undefined, []));
+    if (this.options.clock.now() - at > MARK_TO_CALL_MS) {
+      this.observe(name, 'unknown');
+      throw new StepOutcomeUnknownError(name, MARK_TO_CALL_MS + landsWithinMs + LEASE_MARGIN_MS);
+    }
+  }
+
+  /** Whether the operation was refused for good (a step refused, or already compensated): it can only end. */
+  get ending(): boolean {
+    return this.progress.steps.some((step) => step.state === StepState.Refused || step.state === StepState.Compensated);
+  }
+
+  /** The refusal as the record keeps it, to throw again on every attempt that meets it. */
+  recordedRefusal(): StepRefusedError {
+    return refusalOf(this.progress) ?? new StepRefusedError('', 'the operation was refused for good earlier');
+  }
+
+  /**
+   * Records a refusal in the operation's record (once), so that every later attempt compensates and ends instead of
+   * running the refused step again. A refusal thrown outside any step is recorded under its `step` when that name is
+   * free (or only started); false when it can't be recorded (the name is a step done or invalid).
+   */
+  async recordRefusal(error: StepRefusedError): Promise<boolean> {
+    if (this.ending) return true;
+    const entry = this.entry(error.step);
+    if (!STEP_NAME.test(error.step) || error.step.length > MAX_STEP_NAME_LENGTH) return false;
+    if (entry !== undefined && entry.state !== StepState.Started) return false;
+    const response = error.response === undefined ? null : storableResponse(error.response);
+    await this.write(error.step, StepState.Refused, response, []);
+    return true;
+  }
+
+  /** The attempt that recorded the refusal, if any: compensation retries back off from it. */
+  get refusedAttempt(): number | undefined {
+    return this.progress.steps.find((step) => step.state === StepState.Refused)?.attempt;
   }
 
   private checkUsage(name: string): void {
@@ -225,13 +283,24 @@ export class StepRunner<TEffect> {
     return result;
   }
 
-  /** Runs `work`, counting a throw as the step's `failed` (or `refused`) outcome. */
+  /**
+   * Runs `work`, counting a throw as the step's `failed` outcome, or `refused`: a refusal is recorded in the record
+   * before it goes on, so no later attempt runs the step again.
+   */
   private async observed<T>(name: string, work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } catch (error) {
-      this.observe(name, error instanceof StepRefusedError ? 'refused' : 'failed');
-      throw error;
+      if (!(error instanceof StepRefusedError) || this.ending) {
+        this.observe(name, 'failed');
+        throw error;
+      }
+      this.observe(name, 'refused');
+      // The refusal is the step's, whatever name its thrower gave it.
+      const refusal =
+        error.step === name ? error : new StepRefusedError(name, error.message, { ...refusalParts(error) });
+      await this.write(name, StepState.Refused, refusal.response ? storableResponse(refusal.response) : null, []);
+      throw refusal;
     }
   }
 
@@ -271,6 +340,42 @@ export class StepRunner<TEffect> {
       },
     };
   }
+}
+
+/**
+ * The refusal a record's progress holds, as the error every attempt that meets it throws: undefined when no step was
+ * refused (or compensated: the operation is then being undone, with no answer to store).
+ *
+ * @internal the engine's adapters use it; not exported by the package
+ */
+export function refusalOf(progress: StepProgress | undefined): StepRefusedError | undefined {
+  const steps = progress?.steps ?? [];
+  const refused = steps.find((step) => step.state === StepState.Refused);
+  if (refused === undefined) {
+    const undone = steps.find((step) => step.state === StepState.Compensated);
+    return undone && new StepRefusedError(undone.name, `the operation was compensated: step ${undone.name} undone`);
+  }
+  const response = refused.result === null || refused.result === undefined ? undefined : refused.result;
+  return new StepRefusedError(refused.name, `step ${refused.name} was refused for good`, {
+    ...(response !== undefined ? { response: response as unknown as StoredResponse } : {}),
+  });
+}
+
+/** A refusal's response and cause, for the same refusal under its step's name. */
+function refusalParts(error: StepRefusedError): { response?: StoredResponse; cause?: unknown } {
+  return {
+    ...(error.response ? { response: error.response } : {}),
+    ...(error.cause !== undefined ? { cause: error.cause } : {}),
+  };
+}
+
+/** A refusal's response as the refused entry keeps it: JSON, its headers as strings. */
+function storableResponse(response: StoredResponse): StepJson {
+  return {
+    statusCode: response.statusCode,
+    headers: Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, String(value)])),
+    body: response.body,
+  };
 }
 
 /** The progress as the record stores it: its JSON's length in bytes. */

@@ -24,8 +24,14 @@ export const StepState = {
   Started: 'started',
   /** Its outcome is recorded (with its local writes, in one transaction): it never runs again. */
   Done: 'done',
-  /** Recovery undid it (its `compensate` ran) for an operation that could never finish. */
+  /** Its compensation ran (it was undone) for an operation that can never finish. */
   Compensated: 'compensated',
+  /**
+   * Its outside system refused it for good (it threw `StepRefusedError`): the operation can never finish. Its
+   * `result` is the refusal's response (null without one). Once a step is refused, no step runs again in this
+   * generation: every attempt goes on compensating the steps done, then stores the response.
+   */
+  Refused: 'refused',
 } as const;
 export type StepState = (typeof StepState)[keyof typeof StepState];
 
@@ -33,11 +39,17 @@ export type StepState = (typeof StepState)[keyof typeof StepState];
 export interface StepRecord {
   readonly name: string;
   readonly state: StepState;
-  /** The step's result (done), as JSON; absent for a step that returned `undefined`, and while started. */
+  /**
+   * The step's result (done, compensated), or the refusal's response (refused), as JSON; absent for a step that
+   * returned `undefined`, and while started.
+   */
   readonly result?: StepJson;
   /** The operation's attempt that wrote this entry. */
   readonly attempt: number;
-  /** When this entry was written (epoch ms, the engine's clock). */
+  /**
+   * When this entry was written (epoch ms, the engine's clock). For a started step, when its outside call was about
+   * to begin: a lookup's "not found" is only trusted once the step's `landsWithinMs` has passed since.
+   */
   readonly at: number;
 }
 
@@ -72,7 +84,11 @@ export interface StepContext<TEffect> {
   readonly stage: (...effects: TEffect[]) => void;
 }
 
-/** What a resolver found in the outside system for a step found started but not done. */
+/**
+ * What a resolver found in the outside system for a step found started but not done. `notFound` is taken as final
+ * only once the step's `landsWithinMs` has passed since its started mark; before that, a call still on its way may
+ * land, and it counts as `unknown`.
+ */
 export type StepLookup<T> =
   | { readonly found: T }
   | { readonly notFound: true }
@@ -95,10 +111,13 @@ export type StepCompensation<T, TEffect> = (result: T, context: StepContext<TEff
  *   started asks `resolve` (look the outcome up by a reference, such as the step's `downstreamKey` sent as the
  *   order reference): `found` records it and goes on without running the step, `notFound` runs it, `unknown`
  *   throws {@link StepOutcomeUnknownError} so the operation is retried later (released; recovery tries again).
- *   One more write per step.
+ *   One more write per step. `landsWithinMs` (required) says how long after it began a call can still land in the
+ *   outside system: its client's timeout plus the system's own processing window. Until then, "not found" is
+ *   unknown, never a licence to call again.
  *
- * `compensate`, on any kind: how recovery undoes this step when the operation can never finish (a later step threw
- * `StepRefusedError`).
+ * `compensate`, on any kind: how this step is undone when the operation can never finish (a later step threw
+ * `StepRefusedError`): in reverse order, by whichever attempt or recovery run meets the refusal, until every one has
+ * run (see docs/recovery.md).
  */
 export type StepOptions<T, TEffect = unknown> =
   | {
@@ -108,6 +127,8 @@ export type StepOptions<T, TEffect = unknown> =
     }
   | {
       readonly resolve: (context: StepContext<TEffect>) => Promise<StepLookup<T>>;
+      /** How long after it began the step's outside call can still land (client timeout + processing window), ms. */
+      readonly landsWithinMs: number;
       readonly outside?: never;
       readonly compensate?: StepCompensation<T, TEffect>;
     };

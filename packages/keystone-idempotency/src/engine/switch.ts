@@ -60,11 +60,16 @@ export function unrecordedOperation<TEffect>(
   });
 }
 
-/** Commits and releases as no-ops; anything else would mean the switch leaked into a store's other uses. */
+/**
+ * Commits, releases and abandons as no-ops; anything else would mean the switch leaked into a store's other uses.
+ */
 class UnrecordedStore<TEffect> implements IdempotencyStore<TEffect> {
   constructor(private readonly store: IdempotencyStore<TEffect>) {}
   get leaseMs() {
     return this.store.leaseMs;
+  }
+  get clock() {
+    return this.store.clock;
   }
   get ttlSeconds() {
     return this.store.ttlSeconds;
@@ -91,8 +96,9 @@ class UnrecordedStore<TEffect> implements IdempotencyStore<TEffect> {
   claim(): never {
     throw unreachable('claim');
   }
-  abandon(): never {
-    throw unreachable('abandon');
+  /** A step refused for good ends its operation here too: compensated, then abandoned (nothing to record). */
+  async abandon(): Promise<boolean> {
+    return true;
   }
   resume(): never {
     throw unreachable('resume');

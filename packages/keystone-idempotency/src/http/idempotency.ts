@@ -2,7 +2,7 @@ import { IDEMPOTENCY_KEY } from '@aws-lambda-powertools/commons';
 import type middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
 import type { IdempotencyStore } from '../engine/contract.js';
-import { InvalidKeyError } from '../engine/errors.js';
+import { InvalidKeyError, StepOutcomeUnknownError } from '../engine/errors.js';
 import { fingerprint } from '../engine/fingerprint.js';
 import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
 import type { AttemptEnd, ClaimedOperation, IdempotencyHandle, Settlement } from '../engine/operation.js';
@@ -249,11 +249,60 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
         case 'released':
           // The commit itself failed (the key is released now): the error goes on to the problem handler.
           if (storable) throw settled.error;
+          return;
+        case 'refused':
+        case 'compensating': {
+          // The operation was refused for good earlier: what this attempt answered is not what it stores.
+          const answer = refusedAnswer(request, settled);
+          if (answer === undefined) throw settled.kind === 'refused' ? settled.refusal : settled.error;
+          request.response = respondAs(event, answer) as HttpResult;
+        }
       }
     },
 
-    onError: endUnfinished,
+    // A thrown error releases the key; a step refused for good ends the operation with its stored answer, and a step
+    // whose outcome can't be known yet sends the client back later. Anything else goes on to the problem handler.
+    onError: answersEarly(async function httpIdempotencyOnError(request) {
+      const operation = operations.get(request);
+      if (!operation) return undefined;
+      operations.delete(request);
+      const settled = await settle(operation, { kind: 'transient', error: request.error });
+      switch (settled.kind) {
+        case 'refused':
+        case 'compensating':
+          return refusedAnswer(request, settled);
+        case 'released':
+          if (!(request.error instanceof StepOutcomeUnknownError)) return undefined;
+          return inFlight(
+            request,
+            request.error.retryAfterMs ?? 1000,
+            'An outside call made for this request may still be under way; its outcome is not known yet.',
+          );
+        default:
+          return undefined;
+      }
+    }),
   };
+
+  /**
+   * What a request answers for an operation refused for good: the refusal's stored response once its compensations
+   * have run (undefined without one: abandoned, the refusal goes on as an error), or 409 while they are still failing.
+   */
+  function refusedAnswer(
+    request: { event: TEvent; internal?: unknown },
+    settled: Extract<Settlement, { kind: 'refused' | 'compensating' }>,
+  ): HttpResult | APIGatewayProxyResult | undefined {
+    if (settled.kind === 'compensating') {
+      return inFlight(
+        request,
+        settled.retryAfterMs,
+        'This operation was refused and is being undone; retry later for its final answer.',
+      );
+    }
+    if (settled.response === undefined) return undefined;
+    count(IdempotencyMetric.committed);
+    return writeResponse(fromStored(settled.response), request.event);
+  }
 
   async function endUnfinished(request: object): Promise<void> {
     const operation = operations.get(request);

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { LEASE_MARGIN_MS } from '../../src/engine/clock';
 import type { IdempotencyStore } from '../../src/engine/contract';
 import { DriverStore } from '../../src/engine/driver-store';
-import { StepRefusedError, StepUsageError } from '../../src/engine/errors';
+import { StepOutcomeUnknownError, StepRefusedError, StepUsageError } from '../../src/engine/errors';
 import { scopedKey } from '../../src/engine/key';
 import { makeIdempotent } from '../../src/engine/make-idempotent';
 import { ClaimedOperation, type IdempotencyHandle } from '../../src/engine/operation';
 import { RecordStatus, type StoredResponse } from '../../src/engine/record';
-import { recoverDue } from '../../src/engine/recovery';
+import { type RecoveryVerdict, recoverDue } from '../../src/engine/recovery';
+import { MARK_TO_CALL_MS } from '../../src/engine/step-runner';
 import type { StepEvent } from '../../src/engine/steps';
 import { IDEMPOTENCY_DISABLED_ENV } from '../../src/engine/switch';
 import { FakeClock } from '../support/fake-clock';
@@ -161,7 +163,10 @@ describe.each(storeHarnesses)('steps on %s', (_name, harness) => {
       expect(await h.rowsUnder(key)).toBe(2); // the reservation and its undo
       const record = await s.get(key);
       expect(record).toMatchObject({ status: RecordStatus.Completed, response: declined });
-      expect(record?.progress?.steps).toMatchObject([{ name: 'reserve', state: 'compensated' }]);
+      expect(record?.progress?.steps).toMatchObject([
+        { name: 'reserve', state: 'compensated' },
+        { name: 'charge', state: 'refused', result: declined },
+      ]);
       expect((await run()).due).toBe(0);
     });
 
@@ -190,7 +195,12 @@ describe.each(storeHarnesses)('steps on %s', (_name, harness) => {
       expect(alarms).toHaveLength(1);
       expect(await s.get(key)).toMatchObject({
         status: RecordStatus.Abandoned,
-        progress: { steps: [{ name: 'reserve', state: 'done' }] },
+        progress: {
+          steps: [
+            { name: 'reserve', state: 'done' },
+            { name: 'ship', state: 'refused', result: null },
+          ],
+        },
       });
     });
 
@@ -208,6 +218,7 @@ describe.each(storeHarnesses)('steps on %s', (_name, harness) => {
           },
           {
             resolve: async () => (lookup === 'unknown' ? { unknown: true as const } : { found: 'shp_1' }),
+            landsWithinMs: 10_000,
           },
         );
       await expect(ship(new ClaimedOperation(s, claimed.lease).handle, 'unknown')).rejects.toThrow('crashed');
@@ -229,6 +240,255 @@ describe.each(storeHarnesses)('steps on %s', (_name, harness) => {
         steps: { found: 1 },
       });
     });
+  });
+});
+
+describe.each(storeHarnesses)('a step resolved by lookup, on %s', (_name, harness) => {
+  const h = harness();
+  const LANDS_WITHIN_MS = 60_000;
+  /** When a lookup's "not found" is final for a call begun at the mark: the rule the runner keeps. */
+  const finalAfter = MARK_TO_CALL_MS + LANDS_WITHIN_MS + LEASE_MARGIN_MS;
+
+  /** A booking in an outside system that takes no key: every call books; `lookup` is what a resolver would see. */
+  function warehouse() {
+    const booked: string[] = [];
+    let visible = true;
+    return {
+      booked,
+      hide: () => {
+        visible = false; // the booking is on its way: made by the outside system, not yet seen by its lookup
+      },
+      step: (handle: IdempotencyHandle<unknown>, crash = false) =>
+        handle.step(
+          'ship',
+          async (step) => {
+            booked.push(step.downstreamKey);
+            if (crash) throw new Error('the call timed out; it may still land');
+            return `shp_${booked.length}`;
+          },
+          {
+            resolve: async (step) => {
+              const found = visible && booked.includes(step.downstreamKey);
+              return found ? { found: `shp_${booked.indexOf(step.downstreamKey) + 1}` } : { notFound: true };
+            },
+            landsWithinMs: LANDS_WITHIN_MS,
+          },
+        ),
+    };
+  }
+
+  async function setup() {
+    const clock = new FakeClock(Date.now());
+    const s = (await h.isolatedStores())({ clock, leaseSeconds: LEASE_MS / 1000, ttlSeconds: 3600 });
+    const key = newKey();
+    const acquire = async () => {
+      const claimed = await s.claim(key, 'fp', { recoverable: true });
+      if (claimed.kind !== 'acquired') throw new Error(claimed.kind);
+      return new ClaimedOperation(s, claimed.lease);
+    };
+    return { clock, s, key, acquire };
+  }
+
+  it('takes "not found" as unknown while a call begun at the mark may still land, and never calls twice', async () => {
+    const { clock, s, key, acquire } = await setup();
+    const outside = warehouse();
+    await expect(outside.step((await acquire()).handle, true)).rejects.toThrow('may still land');
+    outside.hide();
+    clock.advance(LEASE_MS + 1);
+    const second = await acquire();
+    const unknown = await outside.step(second.handle).catch((error: unknown) => error);
+    expect(unknown).toBeInstanceOf(StepOutcomeUnknownError);
+    expect(unknown).toMatchObject({ retryAfterMs: finalAfter - (LEASE_MS + 1) });
+    expect(outside.booked).toHaveLength(1);
+    // Released to come back when the call can no longer land: recovery does not come sooner either.
+    await second.settle({ kind: 'transient', error: unknown });
+    expect((await h.stored(key, s))?.recoverAt).toBe(clock.now() + finalAfter - (LEASE_MS + 1));
+    clock.advance(finalAfter);
+    await expect(outside.step((await acquire()).handle)).resolves.toBe('shp_2');
+    expect(outside.booked).toHaveLength(2);
+  });
+
+  it('marks a call made again afresh, so its own lost answer is not concluded absent by the first mark', async () => {
+    const { clock, acquire } = await setup();
+    const outside = warehouse();
+    await expect(outside.step((await acquire()).handle, true)).rejects.toThrow('may still land');
+    outside.hide();
+    clock.advance(finalAfter);
+    // Not found, long after: the first call never landed. The second is made, and it too times out.
+    await expect(outside.step((await acquire()).handle, true)).rejects.toThrow('may still land');
+    expect(outside.booked).toHaveLength(2);
+    clock.advance(LEASE_MS + 1);
+    await expect(outside.step((await acquire()).handle)).rejects.toBeInstanceOf(StepOutcomeUnknownError);
+    expect(outside.booked).toHaveLength(2);
+  });
+
+  it('does not make the call when its started mark took too long to write', async () => {
+    const { clock, s, key } = await setup();
+    const slow: IdempotencyStore<unknown> = Object.assign(Object.create(s), {
+      checkpoint: async (...args: Parameters<NonNullable<IdempotencyStore<unknown>['checkpoint']>>) => {
+        await s.checkpoint!(...args);
+        clock.advance(MARK_TO_CALL_MS + 1); // the write's reply came late
+      },
+    });
+    const claimed = await slow.claim(key, 'fp', { recoverable: true });
+    if (claimed.kind !== 'acquired') throw new Error(claimed.kind);
+    const outside = warehouse();
+    await expect(outside.step(new ClaimedOperation(slow, claimed.lease, { clock }).handle)).rejects.toBeInstanceOf(
+      StepOutcomeUnknownError,
+    );
+    expect(outside.booked).toHaveLength(0);
+    expect((await h.stored(key, s))?.progress?.steps).toMatchObject([{ name: 'ship', state: 'started' }]);
+  });
+});
+
+describe.each(storeHarnesses)('an operation refused for good, on %s', (_name, harness) => {
+  const h = harness();
+  const refusal: StoredResponse = { statusCode: 422, body: '{"type":"refused"}', headers: { 'Content-Type': 'x' } };
+
+  /**
+   * An order of four steps, each with a compensation but the last; `notify` refuses. Every run of a step and of a
+   * compensation is counted; `failRefund` makes the charge's compensation throw that many times.
+   */
+  function order(key: string, options: { failRefund?: number } = {}) {
+    const runs: string[] = [];
+    let refundFailures = options.failRefund ?? 0;
+    const work = async (handle: IdempotencyHandle<unknown>): Promise<StoredResponse> => {
+      for (const name of ['reserve', 'charge', 'ship'] as const) {
+        await handle.step(
+          name,
+          async (step) => {
+            runs.push(name);
+            step.stage(h.effect(key, name));
+            return `${name}-done`;
+          },
+          {
+            compensate: async (result, step) => {
+              if (name === 'charge' && refundFailures > 0) {
+                refundFailures -= 1;
+                runs.push('undo charge failed');
+                throw new Error('processor down');
+              }
+              runs.push(`undo ${name} (${result})`);
+              step.stage(h.effect(key, `undo-${name}`));
+            },
+          },
+        );
+      }
+      await handle.step('notify', async () => {
+        runs.push('notify');
+        throw new StepRefusedError('notify', 'mailbox refused', { response: refusal });
+      });
+      return created;
+    };
+    return { runs, work, verdict: async (): Promise<RecoveryVerdict<unknown>> => ({ kind: 'continue', work }) };
+  }
+
+  async function setup() {
+    const clock = new FakeClock(Date.now());
+    const s = (await h.isolatedStores())({ clock, leaseSeconds: LEASE_MS / 1000, ttlSeconds: 3600 });
+    return { clock, s, key: newKey() };
+  }
+
+  it('finishes a compensation that failed half-way on the next run, then stores the refusal', async () => {
+    const { clock, s, key } = await setup();
+    const { runs, verdict } = order(key);
+    const claimed = await s.claim(key, 'fp', { recoverable: true });
+    if (claimed.kind !== 'acquired') throw new Error(claimed.kind);
+    const live = new ClaimedOperation(s, claimed.lease);
+    const settled = await order(key, { failRefund: 1 })
+      .work(live.handle)
+      .then(
+        (response) => live.settle({ kind: 'outcome', response }),
+        (error: unknown) => live.settle({ kind: 'transient', error }),
+      );
+    expect(settled).toMatchObject({ kind: 'compensating', failures: 1, retryAfterMs: LEASE_MS });
+    expect((await s.get(key))?.progress?.steps.map((step) => `${step.name} ${step.state}`)).toEqual([
+      'reserve done',
+      'charge done',
+      'ship compensated',
+      'notify refused',
+    ]);
+    clock.advance(LEASE_MS + 1);
+    const report = await recoverDue(s, verdict, { logger: quiet });
+    expect(report).toMatchObject({ completed: 1, compensated: 1, compensationFailed: 0 });
+    // Nothing ran again: only the compensations left, each once, in reverse.
+    expect(runs).toEqual(['undo charge (charge-done)', 'undo reserve (reserve-done)']);
+    expect(await s.get(key)).toMatchObject({ status: RecordStatus.Completed, response: refusal });
+    expect(await h.rowsUnder(key)).toBe(6); // three steps and three undos, each once
+    expect((await recoverDue(s, verdict, { logger: quiet })).due).toBe(0);
+  });
+
+  it('backs a failing compensation off, doubling from a lease, and reports it stuck after five failures', async () => {
+    const { clock, s, key } = await setup();
+    const { work, verdict } = order(key, { failRefund: 100 });
+    const claimed = await s.claim(key, 'fp', { recoverable: true });
+    if (claimed.kind !== 'acquired') throw new Error(claimed.kind);
+    const live = new ClaimedOperation(s, claimed.lease);
+    await live.settle({ kind: 'transient', error: await work(live.handle).catch((e: unknown) => e) });
+    const waits: number[] = [];
+    const errors: unknown[] = [];
+    let stuck = 0;
+    for (let run = 0; run < 6; run++) {
+      const recoverAt = (await h.stored(key, s))?.recoverAt ?? 0;
+      waits.push(recoverAt - clock.now());
+      clock.advance(recoverAt - clock.now() + 1);
+      const report = await recoverDue(s, verdict, {
+        logger: { warn: () => undefined, error: (message) => errors.push(message) },
+      });
+      expect(report).toMatchObject({ due: 1, retried: 1, compensationFailed: 1 });
+      stuck += report.compensationStuck;
+    }
+    expect(waits.map((ms) => ms / LEASE_MS)).toEqual([1, 2, 4, 8, 16, 32]);
+    expect(stuck).toBe(3); // the 5th, 6th and 7th failures since the refusal
+    expect(errors).toHaveLength(3);
+  });
+
+  it('ends a live attempt that is refused: compensated, the refusal stored, and every retry refused alike', async () => {
+    const { s, key } = await setup();
+    const { runs, work } = order(key);
+    const placeOrder = makeIdempotent(async (_input: { id: string }, handle) => work(handle), {
+      store: s,
+      name: 'order',
+      key: () => key,
+    });
+    await expect(placeOrder({ id: key })).rejects.toMatchObject({ name: 'StepRefusedError', response: refusal });
+    await expect(placeOrder({ id: key })).rejects.toMatchObject({ name: 'StepRefusedError', response: refusal });
+    expect(runs).toEqual([
+      'reserve',
+      'charge',
+      'ship',
+      'notify',
+      'undo ship (ship-done)',
+      'undo charge (charge-done)',
+      'undo reserve (reserve-done)',
+    ]);
+    expect(await h.rowsUnder(key)).toBe(6);
+  });
+
+  it('goes on compensating after a crash in the middle of it: the lease runs out, recovery takes it up', async () => {
+    const { clock, s, key } = await setup();
+    const { runs, verdict } = order(key);
+    // The process dies in the refund: nothing releases the key.
+    const dying: IdempotencyStore<unknown> = Object.assign(Object.create(s), {
+      release: async () => {
+        throw new Error('the process is gone');
+      },
+    });
+    const claimed = await dying.claim(key, 'fp', { recoverable: true });
+    if (claimed.kind !== 'acquired') throw new Error(claimed.kind);
+    const live = new ClaimedOperation(dying, claimed.lease);
+    const settled = await live.settle({
+      kind: 'transient',
+      error: await order(key, { failRefund: 1 })
+        .work(live.handle)
+        .catch((e: unknown) => e),
+    });
+    expect(settled).toMatchObject({ kind: 'compensating', released: false });
+    expect(await recoverDue(s, verdict, { logger: quiet })).toMatchObject({ due: 0 }); // its lease still runs
+    clock.advance(LEASE_MS + 1);
+    expect(await recoverDue(s, verdict, { logger: quiet })).toMatchObject({ completed: 1 });
+    expect(runs).toEqual(['undo charge (charge-done)', 'undo reserve (reserve-done)']);
+    expect(await s.get(key)).toMatchObject({ status: RecordStatus.Completed, response: refusal });
   });
 });
 

@@ -8,7 +8,7 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
 import { DynamoDbStore, type EffectItem, MAX_TRANSACTION_EFFECTS } from '../../src/dynamodb/store';
-import { StagingClosedError } from '../../src/engine/errors';
+import { StagingClosedError, StepOutcomeUnknownError, StepRefusedError } from '../../src/engine/errors';
 import { scopedKey } from '../../src/engine/key';
 import type { IdempotencyHandle } from '../../src/engine/operation';
 import { RecordStatus } from '../../src/engine/record';
@@ -342,6 +342,71 @@ describe('httpIdempotency', () => {
       'IdempotencyReleased',
       'IdempotencyKeyInvalid',
     ]);
+  });
+});
+
+describe('a handler whose step is refused for good', () => {
+  const refusal = { statusCode: 422, headers: { 'Content-Type': 'application/problem+json' }, body: '{"x":1}' };
+  /** Two steps, the first undone by a compensation that fails `refundFailures` times; the second refused. */
+  function refusing(h: ReturnType<typeof harness>, refundFailures = 0) {
+    const undone: string[] = [];
+    let failures = refundFailures;
+    h.set(async (ctx) => {
+      await ctx.idempotency.step('charge', async () => 'ch_1', {
+        compensate: async (charge) => {
+          if (failures-- > 0) throw new Error('processor down');
+          undone.push(charge);
+        },
+      });
+      await ctx.idempotency.step('ship', async () => {
+        throw new StepRefusedError('ship', 'no carrier', { response: refusal });
+      });
+      return { statusCode: 201, body: '{}' };
+    });
+    return undone;
+  }
+
+  it("compensates, stores the refusal's response and replays it: the request is answered, not failed", async () => {
+    const h = harness();
+    const undone = refusing(h);
+    const key = randomUUID();
+    const first = await h.call(post(key));
+    expect(first).toMatchObject({ statusCode: 422, body: '{"x":1}' });
+    expect(undone).toEqual(['ch_1']);
+    const again = await h.call(post(key));
+    expect(again).toMatchObject({ statusCode: 422, body: '{"x":1}' });
+    expect(again.headers?.['Idempotent-Replayed']).toBe('true');
+    expect(h.runs).toHaveLength(1);
+    expect(undone).toEqual(['ch_1']);
+  });
+
+  it('answers 409 with Retry-After while a compensation fails, and finishes it on the retry', async () => {
+    const h = harness();
+    const undone = refusing(h, 1);
+    const key = randomUUID();
+    const first = await h.call(post(key));
+    expect(first.statusCode).toBe(409);
+    expect(problem(first).type).toMatch(/request-in-flight$/);
+    expect(Number(first.headers?.['Retry-After'])).toBe(30); // a lease: the backoff's first step
+    expect(undone).toEqual([]);
+    const second = await h.call(post(key));
+    expect(second).toMatchObject({ statusCode: 422, body: '{"x":1}' });
+    expect(undone).toEqual(['ch_1']);
+  });
+
+  it('answers 409 with Retry-After for a step whose outcome is not known yet, and releases the key', async () => {
+    const h = harness();
+    h.set(async (ctx) => {
+      await ctx.idempotency.step('ship', async () => 'shp_1', {
+        resolve: async () => ({ unknown: true }),
+        landsWithinMs: 0,
+      });
+      throw new StepOutcomeUnknownError('ship', 7_000);
+    });
+    const result = await h.call(post(randomUUID()));
+    expect(result.statusCode).toBe(409);
+    expect(result.headers?.['Retry-After']).toBe('7');
+    expect(problem(result).type).toMatch(/request-in-flight$/);
   });
 });
 

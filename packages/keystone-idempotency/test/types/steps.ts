@@ -21,11 +21,15 @@ export async function stepTypes(): Promise<void> {
   // A resolver finds the step's own type; another is an error (NoInfer: the function decides T).
   await dynamoDb.step('ship', async () => ({ shipmentId: 'shp_1' }), {
     resolve: async (): Promise<StepLookup<{ shipmentId: string }>> => ({ found: { shipmentId: 'shp_1' } }),
+    landsWithinMs: 30_000,
   });
   await dynamoDb.step('ship-2', async () => ({ shipmentId: 'shp_1' }), {
     // @ts-expect-error the resolver finds a number where the step returns { shipmentId }
     resolve: async () => ({ found: 42 }),
+    landsWithinMs: 30_000,
   });
+  // @ts-expect-error a step resolved by lookup says how long its call can take to land: "not found" waits for it
+  await dynamoDb.step('ship-3', async () => 1, { resolve: async () => ({ notFound: true }) });
   // @ts-expect-error a step is either deduped / at-least-once or resolved, not both
   await dynamoDb.step('both', async () => 1, { outside: 'at-least-once', resolve: async () => ({ notFound: true }) });
 

@@ -4,12 +4,14 @@ import type { Arbitrary, AsyncCommand } from 'fast-check';
 /** fast-check's module, passed in: the package loads it only when a model runs (an optional peer). */
 export type FastCheck = typeof import('fast-check');
 
+import { LEASE_MARGIN_MS } from '../../engine/clock.js';
 import type { ClaimOutcome, DueOperation } from '../../engine/contract.js';
-import { LeaseLostError } from '../../engine/errors.js';
+import { LeaseLostError, StepOutcomeUnknownError } from '../../engine/errors.js';
 import { ClaimedOperation } from '../../engine/operation.js';
 import type { Lease } from '../../engine/record.js';
 import { RecordStatus } from '../../engine/record.js';
 import { type RecoveryResolver, recoverDue } from '../../engine/recovery.js';
+import { MARK_TO_CALL_MS } from '../../engine/step-runner.js';
 import type { StepContext, StepOptions } from '../../engine/steps.js';
 import { checkConformance, checkSafety, expectCommittedResponse } from './invariants.js';
 import {
@@ -265,8 +267,14 @@ function stepCall(
     context.stage(r.stepEffectOf(who.op, who.lease, spec.name, id));
     return { found: id };
   };
-  return [run, { resolve }];
+  return [run, { resolve, landsWithinMs: LANDS_WITHIN_MS }];
 }
+
+/** How long the model's outside system says a call can land after it began: it answers at once, or never. */
+const LANDS_WITHIN_MS = 0;
+
+/** How long after a started mark the resolver's "not found" is final: a call begun at the mark can no longer land. */
+const NOT_FOUND_FINAL_AFTER_MS = MARK_TO_CALL_MS + LANDS_WITHIN_MS + LEASE_MARGIN_MS;
 
 /** What the outside system of `step` made for this operation generation before the current command, if anything. */
 function madeBefore(m: ProtocolModel, r: ProtocolSystem, op: number, lease: Lease, step: string): string | undefined {
@@ -304,6 +312,7 @@ function checkpointed(
       state,
       attempt: lease.attempt,
       ...(result !== undefined ? { result } : {}),
+      at: m.now,
     }),
   );
   if (state === 'done') m.rows.add(stepRowKey(op.index, lease.leaseToken, step));
@@ -314,6 +323,9 @@ function checkpointed(
 type StepPlan =
   | { readonly kind: 'replayed'; readonly result: string }
   | { readonly kind: 'found'; readonly result: string }
+  /** Found started and not found, too soon after the mark for "not found" to be final: nothing runs. */
+  | { readonly kind: 'unknown' }
+  /** Runs; `started`: a started mark is checkpointed first (again, for a step found started and not found). */
   | { readonly kind: 'run'; readonly started: boolean };
 
 function planStep(m: ProtocolModel, r: ProtocolSystem, owner: Owner, spec: StepSpec): StepPlan {
@@ -321,7 +333,8 @@ function planStep(m: ProtocolModel, r: ProtocolSystem, owner: Owner, spec: StepS
   if (entry?.state === 'done') return { kind: 'replayed', result: entry.result! };
   if (spec.outside === 'resolve' && entry?.state === 'started') {
     const found = madeBefore(m, r, owner.op, owner.lease, spec.name);
-    return found === undefined ? { kind: 'run', started: false } : { kind: 'found', result: found };
+    if (found !== undefined) return { kind: 'found', result: found };
+    return m.now < entry.at + NOT_FOUND_FINAL_AFTER_MS ? { kind: 'unknown' } : { kind: 'run', started: true };
   }
   return { kind: 'run', started: spec.outside === 'resolve' };
 }
@@ -426,6 +439,16 @@ export class RunStep extends ProtocolCommand {
         if (!write('done', plan.result)) return;
         expectStepResult(settled, plan.result, what);
         pastStep(owner);
+        return;
+      }
+      if (plan.kind === 'unknown') {
+        // Nothing written, nothing called: the owner's attempt ends there (its adapter would release it).
+        if (!settled || settled.ok || !(settled.error instanceof StepOutcomeUnknownError)) {
+          throw new Error(`${what}: expected StepOutcomeUnknownError (not found too soon after the mark)`, {
+            cause: settled?.ok ? settled.value : settled?.error,
+          });
+        }
+        owner.next = NextStep.done;
         return;
       }
       if (plan.started && !write('started')) return;
@@ -880,6 +903,8 @@ export class CompleterRun extends ProtocolCommand {
         // No step of the model's is ever refused: nothing compensated, nothing abandoned with progress.
         compensated: 0,
         abandonedWithProgress: 0,
+        compensationFailed: 0,
+        compensationStuck: 0,
         steps: {},
       };
       const steps: Record<string, number> = {};
@@ -901,9 +926,14 @@ export class CompleterRun extends ProtocolCommand {
         const lease = leases.get(op.key);
         if (!lease) throw new Error(`${this}: op ${op.index} was due, but recovery never asked about it`);
         acquire(m, op, lease, 'takeover', `${this} (op ${op.index})`);
-        if (this.processorUp && op.multiStep) continueSteps(m, r, op, lease, steps);
+        const continued = this.processorUp && op.multiStep ? continueSteps(m, r, op, lease, steps) : {};
         const charge = r.processor.lookup(lease.downstreamKey);
-        if (!this.processorUp) {
+        if (continued.unknownFor !== undefined) {
+          // A step's outcome can't be known yet: released, due again once it can.
+          m.setRecord(op, transitions.released(m.times, op.record!, m.now, continued.unknownFor));
+          expected.retried += 1;
+          unfinished.push(offered);
+        } else if (!this.processorUp) {
           m.setRecord(op, transitions.released(m.times, op.record!, m.now));
           expected.retried += 1;
           unfinished.push(offered);
@@ -948,7 +978,7 @@ function continueSteps(
   op: Operation,
   lease: Lease,
   counts: Record<string, number>,
-): void {
+): { readonly unknownFor?: number } {
   const count = (outcome: string) => {
     counts[outcome] = (counts[outcome] ?? 0) + 1;
   };
@@ -965,6 +995,12 @@ function continueSteps(
         count('found');
         continue;
       }
+      const final = entry.at + NOT_FOUND_FINAL_AFTER_MS;
+      if (m.now < final) {
+        count('unknown');
+        return { unknownFor: final - m.now };
+      }
+      checkpointed(m, op, lease, spec.name, 'started');
       count('rerun');
     } else {
       if (spec.outside === 'resolve') checkpointed(m, op, lease, spec.name, 'started');
@@ -972,6 +1008,7 @@ function continueSteps(
     }
     checkpointed(m, op, lease, spec.name, 'done', answeredNow(m, r, lease, spec.name));
   }
+  return {};
 }
 
 type OutcomeCount = 'due' | 'completed' | 'abandoned' | 'retried' | 'skipped' | 'failed' | 'left';

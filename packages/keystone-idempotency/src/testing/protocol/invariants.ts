@@ -280,7 +280,7 @@ function storedFields(item: StoredItem) {
   };
 }
 
-/** The progress as compared: each entry's time is left out (recovery's handle dates entries by the system clock). */
+/** The progress as compared, each entry's time included: every handle dates its entries by the store's clock. */
 function progressFields(progress: StepProgress | ModelRecord['progress'] | undefined) {
   if (!progress) return null;
   return {
@@ -290,6 +290,7 @@ function progressFields(progress: StepProgress | ModelRecord['progress'] | undef
       state: step.state,
       attempt: step.attempt,
       result: step.result ?? null,
+      at: step.at,
     })),
   };
 }

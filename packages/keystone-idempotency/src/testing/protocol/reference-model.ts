@@ -36,6 +36,8 @@ export interface ModelStep {
   readonly attempt: number;
   /** What the step returned (done): the id its outside system answered. */
   readonly result?: string;
+  /** When it was written, on the model's clock (the store's): a started mark's "not found" is final only later. */
+  readonly at: number;
 }
 
 /** How far a multi-step operation got: one revision more with each checkpoint, the steps in the order reached. */
@@ -155,9 +157,13 @@ export const transitions = {
       : [...steps, entry];
     return { ...record, progress: { revision: (record.progress?.revision ?? 0) + 1, steps: next } };
   },
-  /** The lease ends now; due for recovery a lease later, time for the client to come back first. */
-  released(times: ProtocolTimes, record: ModelRecord, now: number): ModelRecord {
-    return { ...record, status: RecordStatus.Released, leaseExpiresAt: now, recoverAt: now + times.leaseMs };
+  /**
+   * The lease ends now; due for recovery a lease later (time for the client to come back first), or later still
+   * when the release says so (a step whose outcome can't be known before then).
+   */
+  released(times: ProtocolTimes, record: ModelRecord, now: number, recoverAfterMs = 0): ModelRecord {
+    const recoverAt = now + Math.max(times.leaseMs, recoverAfterMs);
+    return { ...record, status: RecordStatus.Released, leaseExpiresAt: now, recoverAt };
   },
   /** Leaves the recovery index; kept (for a late retry of the same request) a full TTL from now. */
   abandoned(times: ProtocolTimes, record: ModelRecord, now: number): ModelRecord {
