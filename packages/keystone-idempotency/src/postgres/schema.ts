@@ -80,7 +80,7 @@ export function recordJson(alias: string): string {
       'steps', ${alias}.steps, 'step_revision', ${alias}.step_revision)`;
 }
 
-/** The record as version 2 of the schema built it in its fence, kept as released. */
+/** Version 2's record, as its fence built it: kept as released. */
 function recordJsonV2(alias: string): string {
   return `jsonb_build_object(${recordMembersV1(alias)},
       'steps', ${alias}.steps, 'step_revision', ${alias}.step_revision)`;
@@ -228,14 +228,10 @@ ${fenceFunction(names, recordJsonV2, 'jsonb', 'CREATE OR REPLACE')}
 }
 
 /**
- * Version 3 of the schema: the steps and the response headers as `json`, the text JSON.stringify sent. `jsonb`
- * refuses the escapes `\u0000` (NUL) and an unpaired `\ud800` (a lone surrogate), which is how JSON.stringify writes
- * them, so a step result or a header holding one (an email as a client typed it) failed its write on every retry;
- * `json` checks the syntax only and keeps the text as sent, and JSON.parse gives back the very string. The fence's
- * record becomes `json` too, so nothing on the way back re-parses it as `jsonb`.
- *
- * Changing a column's type rewrites the table (and its indexes) under an ACCESS EXCLUSIVE lock: calls wait for it,
- * each for at most its own deadline. See docs/postgresql.md for how long that takes.
+ * Version 3 of the schema: the steps and response headers as `json`, the text JSON.stringify sent. It writes a NUL as
+ * `\u0000` and a lone surrogate as `\ud800`, escapes `jsonb` refuses (a step result holding one failed on every retry)
+ * and `json` keeps as sent; the fence's record is `json` too. The type change rewrites the table under an ACCESS
+ * EXCLUSIVE lock: see docs/postgresql.md for how long.
  */
 export function schemaV3(names: TableNames): string {
   return `
