@@ -4,8 +4,12 @@ import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
  * What a rule does to a command it matches.
  * - `drop-reply`: forward it, let Redis run it, then close the client's connection without passing the reply on:
  *   the caller cannot tell whether it landed.
+ * - `stall`: the connection goes silent, with no FIN and no RST (a partition, a proxy that stopped forwarding): at
+ *   `request` the command never reaches Redis; at `reply` Redis runs it and its reply never comes back. Nothing more
+ *   passes that connection either way (replies to the commands before it still do) until `dropConnections()` or
+ *   `close()`; the client waits until its own timeout gives up on it.
  */
-export type RedisFault = { readonly mode: 'drop-reply' };
+export type RedisFault = { readonly mode: 'drop-reply' } | { readonly mode: 'stall'; readonly at: 'request' | 'reply' };
 
 /** One command as the client sent it: its arguments, the command's name first (`EVALSHA`, `sha1`, `2`, ...). */
 export interface RedisCommand {
@@ -73,9 +77,12 @@ export async function startRedisFaultProxy(upstreamUrl: string): Promise<RedisFa
     client.pause();
     redis.once('connect', () => client.resume());
 
-    const pending: { drop: boolean }[] = [];
+    const pending: { fault: RedisFault | undefined }[] = [];
     let fromClient = Buffer.alloc(0);
     let fromRedis = Buffer.alloc(0);
+    // A stalled connection: no more commands reach Redis, and (from the stalled reply on) no more replies come back.
+    let requestsStopped = false;
+    let repliesStopped = false;
     client.on('data', (chunk: Buffer) => {
       fromClient = Buffer.concat([fromClient, chunk]);
       for (;;) {
@@ -85,13 +92,18 @@ export async function startRedisFaultProxy(upstreamUrl: string): Promise<RedisFa
         fromClient = fromClient.subarray(parsed.end);
         const command: RedisCommand = { args: parsed.args };
         seen.push(command);
+        if (requestsStopped) continue;
         const state = armed.find((a) => !a.disarmed && a.fired < a.rule.count && a.rule.match.when(command));
         if (state) state.fired += 1;
-        pending.push({ drop: state !== undefined });
+        const fault = state?.rule.fault;
+        if (fault?.mode === 'stall') requestsStopped = true;
+        if (fault?.mode === 'stall' && fault.at === 'request') continue;
+        pending.push({ fault });
         redis.write(raw);
       }
     });
     redis.on('data', (chunk: Buffer) => {
+      if (repliesStopped) return;
       fromRedis = Buffer.concat([fromRedis, chunk]);
       for (;;) {
         const end = valueEnd(fromRedis, 0);
@@ -99,8 +111,12 @@ export async function startRedisFaultProxy(upstreamUrl: string): Promise<RedisFa
         const raw = fromRedis.subarray(0, end);
         fromRedis = fromRedis.subarray(end);
         const head = pending.shift();
-        if (head?.drop) {
+        if (head?.fault?.mode === 'drop-reply') {
           close(); // Redis ran it; the client never hears
+          return;
+        }
+        if (head?.fault?.mode === 'stall') {
+          repliesStopped = true; // Redis ran it; the connection stays open, and says nothing more
           return;
         }
         client.write(raw);

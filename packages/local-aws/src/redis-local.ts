@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,8 +15,8 @@ export interface RedisLocal {
   readonly workDir: string;
   /**
    * Stops the server and starts it again on the same port and directory: `SIGKILL` as a crash does (the default), or
-   * `SIGTERM` as a shutdown. What survives is what its persistence kept: everything with `appendOnly` (each write
-   * fsynced), nothing without.
+   * `SIGTERM` as a shutdown. What survives is what its persistence kept: every acknowledged write with `appendOnly`
+   * and `appendfsync always` (each fsynced before its reply), nothing without an append-only file.
    */
   restart(options?: { signal?: 'SIGKILL' | 'SIGTERM' }): Promise<void>;
   stop(): Promise<void>;
@@ -26,31 +26,45 @@ export interface RedisLocalOptions {
   readonly port?: number;
   /** The server binary. Default `redis-server` on the PATH (Debian's `redis-server` package). */
   readonly binary?: string;
-  /** Keep every write in an append-only file, fsynced before each reply, so that a restart loses nothing. */
+  /**
+   * Keep every write in an append-only file, fsynced before each reply (`appendfsync always`, unless `settings` says
+   * otherwise), so that a restart loses nothing acknowledged: what the Redis store requires by default. Default true.
+   */
   readonly appendOnly?: boolean;
-  /** More `--name value` settings (`maxmemory-policy`, `rename-command`). Default `maxmemory-policy noeviction`. */
+  /**
+   * Where the server's temporary directory is made. Default `/dev/shm` where there is one (a tmpfs: an fsync there
+   * costs nothing, so `appendfsync always` keeps a test's speed, and the file still outlives the process), else the
+   * system's temporary directory. Pass `os.tmpdir()` to fsync to a disk.
+   */
+  readonly parentDir?: string;
+  /**
+   * More `--name value` settings (`maxmemory-policy`, `appendfsync`, `rename-command`, `replicaof`). Default
+   * `maxmemory-policy noeviction`, `appendfsync always`.
+   */
   readonly settings?: Readonly<Record<string, string | readonly string[]>>;
   readonly readyTimeoutMs?: number;
 }
 
 /**
  * Starts a throwaway redis-server on a free loopback port, in a process group of its own, with no RDB snapshots and
- * (unless `appendOnly`) no append-only file: nothing is written outside its temporary directory, which `stop()`
- * removes. As with the other local servers, a detached watcher stops it if this process dies without `stop()`.
+ * an append-only file fsynced on every write (unless `appendOnly: false`): nothing is written outside its temporary
+ * directory, which `stop()` removes. As with the other local servers, a detached watcher stops it if this process dies
+ * without `stop()`.
  */
 export async function startRedisLocal(options: RedisLocalOptions = {}): Promise<RedisLocal> {
   const port = options.port ?? (await freePort());
-  const workDir = mkdtempSync(join(tmpdir(), 'redis-local-'));
+  const parentDir = options.parentDir ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
+  const workDir = mkdtempSync(join(parentDir, 'redis-local-'));
   const settings: Record<string, string | readonly string[]> = {
     'maxmemory-policy': 'noeviction',
+    appendfsync: 'always',
     ...options.settings,
     port: String(port),
     bind: '127.0.0.1',
     'protected-mode': 'yes',
     dir: workDir,
     save: '',
-    appendonly: options.appendOnly ? 'yes' : 'no',
-    appendfsync: 'always',
+    appendonly: options.appendOnly === false ? 'no' : 'yes',
     daemonize: 'no',
     logfile: '',
   };
@@ -160,4 +174,79 @@ function reapWhenParentDies(workDir: string): void {
     { detached: true, stdio: 'ignore' },
   );
   watcher.unref();
+}
+
+/** A Redis Cluster of throwaway servers: every master, each serving an equal range of the hash slots. */
+export interface RedisLocalCluster {
+  /** The masters in slot order: node i of n serves slots from i * 16384 / n up to (i + 1) * 16384 / n. */
+  readonly nodes: readonly RedisLocal[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `masters` servers (default 3) with `cluster-enabled yes`, gives each its range of slots and introduces them
+ * to one another, and answers once every node reports `cluster_state:ok`: a cluster without replicas, as
+ * `redis-cli --cluster create` would make, in about a second.
+ */
+export async function startRedisCluster(
+  options: Omit<RedisLocalOptions, 'port'> & { readonly masters?: number } = {},
+): Promise<RedisLocalCluster> {
+  const count = options.masters ?? 3;
+  const settings = { ...options.settings, 'cluster-enabled': 'yes', 'cluster-config-file': 'nodes.conf' };
+  const nodes = await Promise.all(Array.from({ length: count }, () => startRedisLocal({ ...options, settings })));
+  const stop = async () => {
+    await Promise.all(nodes.map((node) => node.stop()));
+  };
+  try {
+    for (const [i, node] of nodes.entries()) {
+      const from = Math.floor((i * 16384) / count);
+      const to = Math.floor(((i + 1) * 16384) / count) - 1;
+      await command(node.port, ['CLUSTER', 'ADDSLOTSRANGE', String(from), String(to)]);
+    }
+    const [first] = nodes;
+    for (const node of nodes.slice(1)) await command(first!.port, ['CLUSTER', 'MEET', '127.0.0.1', String(node.port)]);
+    const deadline = Date.now() + (options.readyTimeoutMs ?? 15_000);
+    for (const node of nodes) {
+      for (;;) {
+        const info = await command(node.port, ['CLUSTER', 'INFO']);
+        if (info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${count}`)) break;
+        if (Date.now() > deadline) throw new Error(`the cluster did not form: ${info}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { nodes, stop };
+}
+
+/** One command in RESP, and its reply (a status, an integer or a bulk string) as text; an error reply rejects. */
+function command(port: number, args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let reply = Buffer.alloc(0);
+    const done = (error: Error | undefined, text?: string) => {
+      socket.destroy();
+      if (error) reject(error);
+      else resolve(text ?? '');
+    };
+    socket.setTimeout(5000, () => done(new Error(`no reply to ${args.join(' ')}`)));
+    socket.on('error', (error) => done(error));
+    socket.on('connect', () =>
+      socket.write(`*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join('')}`),
+    );
+    socket.on('data', (chunk: Buffer) => {
+      reply = Buffer.concat([reply, chunk]);
+      const line = reply.indexOf('\r\n');
+      if (line < 0) return;
+      const head = reply.toString('utf8', 1, line);
+      const type = String.fromCharCode(reply[0] ?? 0);
+      if (type === '-') return done(new Error(`${args.join(' ')}: ${head}`));
+      if (type !== '$') return done(undefined, head);
+      const length = Number(head);
+      if (length < 0) return done(undefined, '');
+      if (reply.length >= line + 2 + length + 2) done(undefined, reply.toString('utf8', line + 2, line + 2 + length));
+    });
+  });
 }

@@ -6,15 +6,24 @@ import { createClient, createClientPool } from '@redis/client';
 import { RedisStore, type RedisStoreOptions } from '../../src/redis';
 import { SCRIPTS } from '../../src/redis/scripts';
 
-const newClient = (url: string) => createClient({ url, socket: { reconnectStrategy: () => 20 } });
+/**
+ * Reconnects at once, for five seconds (a server restarting), then gives up: a client left reconnecting to a server
+ * or proxy that is gone (the fresh copies the store makes of a client whose connection went silent, say) must not
+ * keep the test's process alive.
+ */
+const reconnectStrategy = (retries: number) => (retries < 250 ? 20 : false);
+const newClient = (url: string, socket: { socketTimeout?: number } = {}) =>
+  createClient({ url, socket: { reconnectStrategy, ...socket } });
 export type RedisClient = ReturnType<typeof newClient>;
-const newPool = (url: string) =>
-  createClientPool({ url, socket: { reconnectStrategy: () => 20 } }, { minimum: 1, maximum: 8 });
+const newPool = (url: string) => createClientPool({ url, socket: { reconnectStrategy } }, { minimum: 1, maximum: 8 });
 export type RedisPool = ReturnType<typeof newPool>;
 
-/** A client on `url` that reconnects at once and never crashes the test on a connection error. */
-export async function redisClient(url: string): Promise<RedisClient> {
-  const client = newClient(url);
+/**
+ * A client on `url` that reconnects at once and never crashes the test on a connection error; `socketTimeout` closes
+ * (and reconnects) a socket silent for that long, as the README's client does.
+ */
+export async function redisClient(url: string, socket: { socketTimeout?: number } = {}): Promise<RedisClient> {
+  const client = newClient(url, socket);
   client.on('error', () => undefined);
   await client.connect();
   return client;
@@ -23,7 +32,8 @@ export async function redisClient(url: string): Promise<RedisClient> {
 /**
  * A real redis-server of the file's own (started on a free port, stopped after), a fault proxy in front of it, and
  * clients: `direct` to the server for reads behind the store's back, `proxied` through the proxy, whose commands it
- * counts and whose replies it can lose. Registers its beforeAll/afterAll hooks where it is called.
+ * counts and whose replies it can lose. The server keeps an append-only file fsynced on every write (on a tmpfs, so
+ * at no cost), as the store requires by default. Registers its beforeAll/afterAll hooks where it is called.
  */
 export function testRedis(options: { appendOnly?: boolean } = {}) {
   let server: RedisLocal;
@@ -34,13 +44,14 @@ export function testRedis(options: { appendOnly?: boolean } = {}) {
   /** Each file's stores under a prefix of its own: no file sees another's recovery set. */
   const prefix = `test-${randomUUID().slice(0, 8)}`;
   beforeAll(async () => {
-    server = await startRedisLocal({ appendOnly: options.appendOnly ?? false });
+    server = await startRedisLocal({ appendOnly: options.appendOnly ?? true });
     proxy = await startRedisFaultProxy(server.url);
     direct = await redisClient(server.url);
     proxied = await redisClient(proxy.url);
   });
   afterAll(async () => {
-    for (const client of [direct, proxied, ...extra]) await client?.close().catch(() => undefined);
+    // Destroyed, not closed: a client whose connection a test made silent would wait for its reply for ever.
+    for (const client of [direct, proxied, ...extra]) client?.destroy();
     await proxy?.close();
     await server?.stop();
   });
