@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import { systemClock } from 'keystone-idempotency/engine';
+import { type IdempotencyStore, systemClock } from 'keystone-idempotency/engine';
 import {
   type HttpEvent,
   type HttpResult,
@@ -40,7 +40,7 @@ const deps = {
 };
 const { store } = data;
 
-type OrderContext = Context & WithIdempotency<unknown> & WithBody<OrderRequest>;
+type OrderContext = Context & WithIdempotency<IdempotencyStore<unknown>> & WithBody<OrderRequest>;
 
 async function createOrderHandler(event: HttpEvent, context: OrderContext): Promise<APIGatewayProxyResult> {
   const accountId = requireAccountId(event);

@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import { systemClock } from 'keystone-idempotency/engine';
+import { type IdempotencyStore, systemClock } from 'keystone-idempotency/engine';
 import {
   type HttpEvent,
   type HttpResult,
@@ -33,7 +33,7 @@ const data = serviceData();
 const deps = { processor: processorClient(), payments: data.payments, clock: systemClock };
 const { store } = data;
 
-type PaymentContext = Context & WithIdempotency<unknown> & WithBody<PaymentRequest>;
+type PaymentContext = Context & WithIdempotency<IdempotencyStore<unknown>> & WithBody<PaymentRequest>;
 
 async function createPaymentHandler(event: HttpEvent, context: PaymentContext): Promise<APIGatewayProxyResult> {
   const accountId = requireAccountId(event);

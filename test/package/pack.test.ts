@@ -294,7 +294,7 @@ makeIdempotent(async (order: { orderId: string }) => order, { store, name: 'book
 export const middleware = httpIdempotency({ store, metrics: { addMetric: () => undefined } });
 export const tenant: string | undefined = accountIdOf({} as APIGatewayProxyEvent);
 export const counted: 'IdempotencyReplayed' = IdempotencyMetric.replayed;
-export type Context = WithIdempotency<EffectItem>;
+export type Context = WithIdempotency<typeof store>;
 
 export const consumer = makeSqsIdempotentHandler({
   store,
@@ -341,7 +341,7 @@ type IsAny<T> = 0 extends 1 & T ? true : false;
 export const resolved: IsAny<
   | IdempotencyHandle<EffectItem>
   | SqsRecordContext<EffectItem>
-  | WithIdempotency<EffectItem>
+  | WithIdempotency<typeof store>
   | typeof middleware
   | typeof order
   | typeof table

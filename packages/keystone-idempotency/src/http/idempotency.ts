@@ -1,7 +1,7 @@
 import { IDEMPOTENCY_KEY } from '@aws-lambda-powertools/commons';
 import type middy from '@middy/core';
 import type { APIGatewayProxyResult, Context } from 'aws-lambda';
-import type { IdempotencyStore } from '../engine/contract.js';
+import type { EffectOf, IdempotencyStore } from '../engine/contract.js';
 import { InvalidKeyError, StepOutcomeUnknownError } from '../engine/errors.js';
 import { fingerprint } from '../engine/fingerprint.js';
 import { parseIdempotencyKey, scopedKey } from '../engine/key.js';
@@ -19,21 +19,19 @@ import { fromStored, type HttpResponse, readResponse, respondAs, toStored, write
 
 /**
  * The context a handler sees under {@link httpIdempotency}: the operation's handle (defined by the engine), staging
- * the effects of the store the middleware is given. Name the store, `WithIdempotency<typeof store>`, and the
- * handler's context follows it: staging a DynamoDB transaction item under a PostgreSQL store (or SQL under a DynamoDB
- * one) is then a compile error at the staging line.
+ * the effects of the store the middleware is given. Name the store, `WithIdempotency<typeof store>` (or its type,
+ * `WithIdempotency<PostgresStore>`; `WithIdempotency<IdempotencyStore<unknown>>` for a handler written for any
+ * store), and staging a DynamoDB transaction item under a PostgreSQL store (or SQL under a DynamoDB one) is a compile
+ * error at the staging line.
  *
- * Why the store, and not the middleware, decides: middy types a handler with the context it is declared with
- * (`middy<TEvent, TResult, Error, OrderContext>(handler)`), and `.use()` adds each middleware's context to it
- * without comparing the two, so nothing the middleware declares can reach back to the handler. Declared from the
- * store, the handler's context cannot differ from the middleware's. An effect type is taken too
- * (`WithIdempotency<EffectItem>`, `WithIdempotency<unknown>` for a handler written for any store), for a context
- * declared where the store is not in reach; it is then yours to keep in step with the store.
+ * A store, never an effect type: middy types a handler with the context it is declared with, and `.use()` adds each
+ * middleware's context to it without comparing the two, so nothing the middleware declares can reach back to the
+ * handler. Declared from the store, the handler's context cannot differ from the middleware's; an effect type written
+ * by hand could.
  */
-export type WithIdempotency<TStoreOrEffect> = { idempotency: IdempotencyHandle<EffectOfStore<TStoreOrEffect>> };
-
-/** A store's effect type; anything that is not a store is taken as the effect type itself. */
-type EffectOfStore<T> = [T] extends [IdempotencyStore<infer TEffect>] ? TEffect : T;
+export type WithIdempotency<TStore extends IdempotencyStore<never>> = {
+  idempotency: IdempotencyHandle<EffectOf<TStore>>;
+};
 
 /**
  * `TEvent` is the event type the callbacks below are given: any front door's ({@link HttpEvent}) unless a callback

@@ -61,10 +61,12 @@ describe(`${IDEMPOTENCY_DISABLED_ENV}=true`, () => {
     it('runs an API handler on every request, with no replay and no store', async () => {
       let runs = 0;
       const handler = lambdaHandler(
-        middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency<EffectItem>>(async () => ({
-          statusCode: 201,
-          body: JSON.stringify({ run: ++runs }),
-        })).use(httpIdempotency({ store: store() })),
+        middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency<DynamoDbStore>>(
+          async () => ({
+            statusCode: 201,
+            body: JSON.stringify({ run: ++runs }),
+          }),
+        ).use(httpIdempotency({ store: store() })),
       );
       const event = apiEvent({ body: { amount: 1 }, headers: { 'Idempotency-Key': randomUUID() } });
       db.requests.reset();

@@ -75,7 +75,7 @@ describe('validateJsonBody', () => {
 
 describe('httpIdempotency without body validation', () => {
   it('tells two different non-UTF-8 bodies apart under one key (422), and replays the same bytes', async () => {
-    const claimed = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency<EffectItem>>(
+    const claimed = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context & WithIdempotency<DynamoDbStore>>(
       async () => ({
         statusCode: 201,
         body: 'ok',
@@ -84,7 +84,7 @@ describe('httpIdempotency without body validation', () => {
       .use(problemErrorHandler())
       .use(httpIdempotency({ store: store() }));
     const handler = (event: APIGatewayProxyEvent, context: Context) =>
-      claimed(event, context as Context & WithIdempotency<EffectItem>);
+      claimed(event, context as Context & WithIdempotency<DynamoDbStore>);
     const key = randomUUID();
     // 0xE9 and 0xE8 are not UTF-8 on their own: decoded leniently, both became U+FFFD, one fingerprint.
     expect((await handler(binaryEvent([0x61, 0xe9], key), lambdaContext())).statusCode).toBe(201);

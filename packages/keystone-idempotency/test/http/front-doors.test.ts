@@ -38,7 +38,7 @@ const db = testDatabase();
 const quiet = { warn: () => undefined, error: () => undefined };
 
 const Body = z.strictObject({ amount: z.number().int().positive(), currency: z.string().length(3) });
-type Ctx = Context & WithIdempotency<EffectItem> & WithBody<z.infer<typeof Body>>;
+type Ctx = Context & WithIdempotency<DynamoDbStore> & WithBody<z.infer<typeof Body>>;
 
 /** An ALB passes no authorizer on: a function behind one names its caller itself. Here: one tenant per target group. */
 const TENANT_OF_TARGET_GROUP: Record<string, string> = { [TARGET_GROUP]: 'acct_alb' };
@@ -486,7 +486,7 @@ describe('the account a key is scoped to, from each authorizer', () => {
     db.requests.reset();
     const answer = answerOf(
       'alb',
-      await handler(albEvent(post(randomUUID())), lambdaContext() as Context & WithIdempotency<EffectItem>),
+      await handler(albEvent(post(randomUUID())), lambdaContext() as Context & WithIdempotency<DynamoDbStore>),
     );
     expect(answer.status).toBe(401);
     expect(problemType(answer)).toMatch(/unauthenticated$/);
@@ -498,7 +498,7 @@ describe('a handler answering in payload 2.0’s shorthand', () => {
   it('is read as API Gateway reads it (a 200 whose JSON body is the value), stored and replayed', async () => {
     const store = new DynamoDbStore({ client: db.doc, tableName: db.idempotencyTable });
     let runs = 0;
-    const handler = middy<HttpEvent, unknown, Error, Context & WithIdempotency<EffectItem>>(async () => {
+    const handler = middy<HttpEvent, unknown, Error, Context & WithIdempotency<DynamoDbStore>>(async () => {
       runs++;
       return { received: true };
     })
@@ -508,7 +508,7 @@ describe('a handler answering in payload 2.0’s shorthand', () => {
     const call = async () =>
       answerOf(
         'payload 2.0',
-        await handler(httpApiEvent(post(key)), lambdaContext() as Context & WithIdempotency<EffectItem>),
+        await handler(httpApiEvent(post(key)), lambdaContext() as Context & WithIdempotency<DynamoDbStore>),
       );
     const first = await call();
     expect(first).toMatchObject({ status: 200, body: '{"received":true}' });

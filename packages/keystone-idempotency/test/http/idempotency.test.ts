@@ -26,7 +26,7 @@ const db = testDatabase();
 const { doc, requests } = db;
 
 const Body = z.strictObject({ amount: z.number().int().positive(), currency: z.string().length(3) });
-type Ctx = Context & WithIdempotency<EffectItem> & WithBody<z.infer<typeof Body>>;
+type Ctx = Context & WithIdempotency<DynamoDbStore> & WithBody<z.infer<typeof Body>>;
 
 /** A payment-like handler whose behaviour each test steers, recording every run and the downstream key it saw. */
 function harness(

@@ -21,7 +21,7 @@ const db = testDatabase();
 const quiet = { error: () => undefined, warn: () => undefined };
 const BASE = 'https://api.example.com/problems/';
 
-type Ctx = Context & WithBody<{ amount: number; fail?: string }> & WithIdempotency<EffectItem>;
+type Ctx = Context & WithBody<{ amount: number; fail?: string }> & WithIdempotency<DynamoDbStore>;
 
 function service(options: { problemTypeBase?: string; work?: () => Promise<void> }) {
   const handler = middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Ctx>(

@@ -97,11 +97,14 @@ function swapped() {
 }
 export const swappedHandler = swapped();
 
-// An effect type still names a context where no store is in reach; a handler for any store stages `unknown`.
+// A context names a store, never an effect type (nothing would keep that type in step with the middleware's store):
+// a store's type where no store is in reach, and any store's for a handler written for any store (it stages
+// `unknown`).
+// @ts-expect-error an effect type is not a store
 export type ExplicitContext = WithIdempotency<EffectItem>;
-export const explicit = (context: WithIdempotency<EffectItem>, any: WithIdempotency<unknown>) => {
+export const explicit = (context: WithIdempotency<DynamoDbStore>, any: WithIdempotency<IdempotencyStore<unknown>>) => {
   context.idempotency.stage(putItem);
-  // @ts-expect-error SQL through a context declared for DynamoDB items
+  // @ts-expect-error SQL through a context declared for a DynamoDB store
   context.idempotency.stage(statement);
   any.idempotency.stage(putItem, statement);
 };
