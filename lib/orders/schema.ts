@@ -10,8 +10,11 @@ import { ORDER_STEPS } from './steps';
 
 /** The most lines one order may hold: each is a stock update committed with the reservation, in one transaction. */
 export const MAX_ORDER_LINES = 10;
-/** The most units of one SKU an order may ask for. */
+/** The most units of one SKU an order may ask for, its lines added up: the warehouse's limit per line. */
 export const MAX_LINE_QUANTITY = 1_000_000;
+
+/** The rule on `items` that JSON Schema can't state, in words for the OpenAPI document (its tests read it). */
+export const MERGED_QUANTITY_RULE = `Lines naming one SKU are added up, and may add up to at most ${MAX_LINE_QUANTITY} units of it.`;
 
 export const Sku = z
   .string({ error: 'sku must be a string' })
@@ -30,16 +33,35 @@ export const OrderLine = z.strictObject({
 export type OrderLine = z.infer<typeof OrderLine>;
 
 /**
+ * An email address without control characters (C0, DEL, C1) or lone surrogates: mail providers refuse them, and
+ * PostgreSQL's jsonb can keep neither NUL nor a lone surrogate (a step's result holds the address), so the order was
+ * told to retry for ever there and confirmed on DynamoDB. Surrogate pairs (astral characters) are fine. One pattern, so
+ * the OpenAPI document states it whole.
+ */
+const EMAIL_CHAR = String.raw`(?:[^\s@\x00-\x1F\x7F-\x9F\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])`;
+export const EMAIL = new RegExp(`^${EMAIL_CHAR}+@${EMAIL_CHAR}+$`);
+
+/**
  * POST /orders body. Unknown fields are an error, as for payments: a typo must not become an order. Two lines may name
- * one SKU: the order adds them up ({@link mergeLines}).
+ * one SKU: the order adds them up ({@link mergeLines}), and what it adds up must stay within {@link MAX_LINE_QUANTITY},
+ * the warehouse's limit per line, or the order would be charged and then refused by the warehouse.
  */
 export const OrderRequest = z.strictObject({
-  items: z
-    .array(OrderLine)
-    .check(
-      z.minLength(1, 'items must hold at least one line'),
-      z.maxLength(MAX_ORDER_LINES, `items must hold at most ${MAX_ORDER_LINES} lines`),
-    ),
+  items: z.array(OrderLine).check(
+    z.minLength(1, 'items must hold at least one line'),
+    z.maxLength(MAX_ORDER_LINES, `items must hold at most ${MAX_ORDER_LINES} lines`),
+    z.describe(MERGED_QUANTITY_RULE),
+    z.superRefine((lines, context) => {
+      for (const { sku, quantity } of mergeLines(lines)) {
+        if (quantity <= MAX_LINE_QUANTITY) continue;
+        context.addIssue({
+          code: 'custom',
+          input: lines,
+          message: `the lines of ${sku} add up to ${quantity} units: at most ${MAX_LINE_QUANTITY} of one SKU`,
+        });
+      }
+    }),
+  ),
   amount: Amount,
   currency: Currency,
   source: z
@@ -49,7 +71,7 @@ export const OrderRequest = z.strictObject({
     .string({ error: 'email must be a string' })
     .check(
       z.maxLength(254, 'email must be at most 254 characters'),
-      z.regex(/^[^\s@]+@[^\s@]+$/, 'email must be an email address'),
+      z.regex(EMAIL, 'email must be an email address, without control characters or lone surrogates'),
     ),
 });
 export type OrderRequest = z.infer<typeof OrderRequest>;

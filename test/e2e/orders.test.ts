@@ -327,3 +327,47 @@ describe('GET /orders/{id} and GET /inventory/{sku}', () => {
     expect(await bad.json()).toMatchObject({ type: expect.stringMatching(/invalid-body$/) });
   });
 });
+
+describe('POST /orders refuses at the door what an outside system would refuse later', () => {
+  /** A 400 invalid-body naming `path`, and nothing moved: no order row, no charge, the stock as it was. */
+  async function expectRefusedAtTheDoor(body: unknown, path: string, sku = 'sku_widget') {
+    const before = await stock(sku);
+    const ordersBefore = await e2e.data.orderIds(ACCOUNT);
+    const key = randomUUID();
+    const refused = await order(key, { body });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await refused.json()).toMatchObject({
+      type: expect.stringMatching(/invalid-body$/),
+      status: 400,
+      errors: [{ path, message: expect.any(String) }],
+    });
+    expect(chargesForKey(key)).toEqual([]);
+    expect(await stock(sku)).toEqual(before);
+    expect(await e2e.data.orderIds(ACCOUNT)).toEqual(ordersBefore);
+  }
+
+  it('refuses lines of one SKU that add up past the warehouse limit per line, before anything is charged', async () => {
+    // Stock enough for the whole order: before, it was reserved and charged, then the warehouse refused the line (a
+    // 400) and the order answered 502 "retry" for ever, the card charged and the stock held.
+    const sku = `sku_bulk_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    await e2e.data.orders.seedStock(sku, 3_000_000);
+    const items = [
+      { sku, quantity: 600_000 },
+      { sku, quantity: 600_000 },
+    ];
+    await expectRefusedAtTheDoor({ ...widgets, items }, 'items', sku);
+  });
+
+  it.each([
+    ['a NUL', 'buyer\u0000@example.com'],
+    ['a control character', 'buyer\u0007@example.com'],
+    ['a lone surrogate', 'buyer\uD800@example.com'],
+  ])(
+    'refuses an email holding %s, the same on every store, before anything is reserved or charged',
+    async (_c, email) => {
+      // Before: 201 on DynamoDB, and on PostgreSQL a 500 "retry" on every retry (the step's result can't be kept as jsonb).
+      await expectRefusedAtTheDoor({ ...widgets, email }, 'email');
+    },
+  );
+});
