@@ -6,6 +6,7 @@ import {
   type IdempotencyDriver,
   type IdempotencyRecord,
   RecordStatus,
+  type StoredResponse,
   type WriteOutcome,
 } from 'keystone-idempotency/engine';
 
@@ -17,10 +18,22 @@ import {
  * and PostgreSQL.
  */
 
-/** What a handler stages here: a row inserted under `pk` (refused if `id` is there already), or a row required. */
+/**
+ * What a handler stages here: a row inserted under `pk` (refused if `id` is there already), a row required, or an
+ * item written under `pk`/`sk` whatever is there (its writes counted: one applied twice shows).
+ */
 export type MemoryEffect =
   | { readonly insert: { readonly pk: string; readonly id: string; readonly ifAbsent?: boolean } }
-  | { readonly require: { readonly pk: string } };
+  | { readonly require: { readonly pk: string } }
+  | {
+      readonly upsert: { readonly pk: string; readonly sk: string; readonly values: Readonly<Record<string, string>> };
+    };
+
+/** An item an `upsert` wrote: its values, and how many times it was written. */
+export interface MemoryItem {
+  readonly values: Readonly<Record<string, string>>;
+  readonly writes: number;
+}
 
 export class MemoryDriver implements IdempotencyDriver<MemoryEffect> {
   readonly maxEffects = 100;
@@ -29,13 +42,21 @@ export class MemoryDriver implements IdempotencyDriver<MemoryEffect> {
   readonly records = new Map<string, IdempotencyRecord>();
   /** The effects' rows: ids under each `pk`. */
   readonly rows = new Map<string, Set<string>>();
+  /** The effects' items: under each `pk`, by `sk`. */
+  readonly items = new Map<string, Map<string, MemoryItem>>();
   /** Calls made, as round trips to a database would be counted. */
   calls = 0;
 
   checkEffect(effect: unknown, index: number): void {
-    const candidate = effect as Partial<{ insert: unknown; require: unknown }> | null;
-    if (typeof candidate !== 'object' || candidate === null || (!candidate.insert && !candidate.require)) {
-      throw new EffectKindError(index, `effect ${index} is not a memory effect ({ insert } or { require })`);
+    const candidate = effect as Partial<{ insert: unknown; require: unknown; upsert: unknown }> | null;
+    if (typeof candidate !== 'object' || candidate === null) {
+      throw new EffectKindError(index, `effect ${index} is not a memory effect: not an object`);
+    }
+    if (!candidate.insert && !candidate.require && !candidate.upsert) {
+      throw new EffectKindError(
+        index,
+        `effect ${index} is not a memory effect ({ insert }, { require } or { upsert })`,
+      );
     }
   }
 
@@ -63,14 +84,10 @@ export class MemoryDriver implements IdempotencyDriver<MemoryEffect> {
   }
 
   async commit(write: Parameters<IdempotencyDriver<MemoryEffect>['commit']>[0]): Promise<WriteOutcome> {
-    const { lease, response, expiresAt } = write;
     return this.transact(
-      lease.key,
-      (current) => current?.leaseToken === lease.leaseToken && current.status === RecordStatus.InProgress,
-      (current) => {
-        const { recoverAt: _leavesTheRecoverySet, ...kept } = current as IdempotencyRecord;
-        return { ...kept, status: RecordStatus.Completed, response, expiresAt };
-      },
+      write.lease.key,
+      (current) => holds(current, write.lease),
+      (current) => completed(current as IdempotencyRecord, write),
       write.effects,
     );
   }
@@ -82,28 +99,17 @@ export class MemoryDriver implements IdempotencyDriver<MemoryEffect> {
     const { lease, progress } = write;
     return this.transact(
       lease.key,
-      (current) =>
-        current?.leaseToken === lease.leaseToken &&
-        current.status === RecordStatus.InProgress &&
-        (current.progress?.revision ?? 0) === progress.revision - 1,
+      (current) => holds(current, lease) && (current?.progress?.revision ?? 0) === progress.revision - 1,
       (current) => ({ ...(current as IdempotencyRecord), progress }),
       write.effects,
     );
   }
 
   async endLease(write: Parameters<IdempotencyDriver<MemoryEffect>['endLease']>[0]): Promise<WriteOutcome> {
-    const { lease, status, now, recoverAt, expiresAt } = write;
     return this.transact(
-      lease.key,
-      (current) => current?.leaseToken === lease.leaseToken && current.status === RecordStatus.InProgress,
-      (current) => {
-        const next: Record<string, unknown> = { ...current, status, leaseExpiresAt: now };
-        if (recoverAt === null) delete next.recoverAt;
-        else if (recoverAt !== undefined) next.recoverAt = recoverAt;
-        if (expiresAt === null) delete next.expiresAt;
-        else if (expiresAt !== undefined) next.expiresAt = expiresAt;
-        return next as unknown as IdempotencyRecord;
-      },
+      write.lease.key,
+      (current) => holds(current, write.lease),
+      (current) => leaseEnded(current as IdempotencyRecord, write),
       [],
     );
   }
@@ -120,18 +126,22 @@ export class MemoryDriver implements IdempotencyDriver<MemoryEffect> {
 
   async findDue({ now, limit }: { now: number; limit: number }): Promise<DueOperation[]> {
     this.calls++;
-    return [...this.records.values()]
-      .filter((record) => record.recoverAt !== undefined && record.recoverAt <= now)
-      .sort((a, b) => (a.recoverAt ?? 0) - (b.recoverAt ?? 0))
-      .slice(0, limit)
-      .map((record) => ({ key: record.key, recoverAt: record.recoverAt ?? 0 }));
+    return (
+      [...this.records.values()]
+        .filter((record) => record.recoverAt !== undefined && record.recoverAt <= now)
+        // Oldest first; operations due at the same moment in key order.
+        .sort((a, b) => (a.recoverAt ?? 0) - (b.recoverAt ?? 0) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+        .slice(0, limit)
+        .map((record) => ({ key: record.key, recoverAt: record.recoverAt ?? 0 }))
+    );
   }
 
   /**
    * One atomic write: the record's condition, then every effect's, then all of it applied, or nothing. No `await`
-   * between the checks and the writes, so no other call runs in between.
+   * between the checks and the writes, so no other call runs in between. Protected so that the broken drivers the
+   * suites' own test keeps (broken-drivers.ts) can each drop one guarantee of a write and keep the rest.
    */
-  private transact(
+  protected transact(
     key: string,
     condition: (current: IdempotencyRecord | undefined) => boolean,
     next: (current: IdempotencyRecord | undefined) => IdempotencyRecord,
@@ -141,30 +151,78 @@ export class MemoryDriver implements IdempotencyDriver<MemoryEffect> {
     const current = this.records.get(key);
     if (!condition(current)) return { kind: 'met', record: current };
     for (const [index, effect] of effects.entries()) {
-      const refused =
-        'insert' in effect
-          ? effect.insert.ifAbsent !== false && this.rows.get(effect.insert.pk)?.has(effect.insert.id) === true
-          : (this.rows.get(effect.require.pk)?.size ?? 0) === 0;
-      if (refused) throw new EffectConditionFailedError(index, { ...effect });
+      if (this.refuses(effect)) throw new EffectConditionFailedError(index, { ...effect });
     }
     this.records.set(key, next(current));
-    for (const effect of effects) {
-      if (!('insert' in effect)) continue;
-      const ids = this.rows.get(effect.insert.pk) ?? new Set<string>();
-      ids.add(effect.insert.id);
-      this.rows.set(effect.insert.pk, ids);
-    }
+    this.apply(effects);
     return { kind: 'written' };
+  }
+
+  /** Whether an effect's own condition fails: a row inserted where its id is, or a row required where none is. */
+  private refuses(effect: MemoryEffect): boolean {
+    if ('insert' in effect) {
+      return effect.insert.ifAbsent !== false && this.rows.get(effect.insert.pk)?.has(effect.insert.id) === true;
+    }
+    if ('require' in effect) return (this.rows.get(effect.require.pk)?.size ?? 0) === 0;
+    return false;
+  }
+
+  /** Writes the effects, their conditions already checked. */
+  protected apply(effects: readonly MemoryEffect[]): void {
+    for (const effect of effects) {
+      if ('insert' in effect) {
+        const ids = this.rows.get(effect.insert.pk) ?? new Set<string>();
+        ids.add(effect.insert.id);
+        this.rows.set(effect.insert.pk, ids);
+      } else if ('upsert' in effect) {
+        const { pk, sk, values } = effect.upsert;
+        const items = this.items.get(pk) ?? new Map<string, MemoryItem>();
+        const before = items.get(sk);
+        items.set(sk, { values: { ...before?.values, ...values }, writes: (before?.writes ?? 0) + 1 });
+        this.items.set(pk, items);
+      }
+    }
   }
 }
 
 /** No record, or one past its expiry that is not an unfinished recoverable operation. */
-function isFree(current: IdempotencyRecord | undefined, now: number): boolean {
+export function isFree(current: IdempotencyRecord | undefined, now: number): boolean {
   if (current === undefined) return true;
   return current.recoverAt === undefined && current.expiresAt !== undefined && current.expiresAt * 1000 <= now;
 }
 
 /** The record is still exactly as seen: the same lease token, the same status. */
-function isAsSeen(current: IdempotencyRecord | undefined, seen: IdempotencyRecord): boolean {
+export function isAsSeen(current: IdempotencyRecord | undefined, seen: IdempotencyRecord): boolean {
   return current?.leaseToken === seen.leaseToken && current.status === seen.status;
+}
+
+/** The record holds this lease in progress: what a commit, a checkpoint and the end of a lease are fenced by. */
+export function holds(current: IdempotencyRecord | undefined, lease: { readonly leaseToken: string }): boolean {
+  return current?.leaseToken === lease.leaseToken && current.status === RecordStatus.InProgress;
+}
+
+/** The record a commit leaves: completed, with its response and a full TTL, out of the recovery set. */
+export function completed(
+  current: IdempotencyRecord,
+  { response, expiresAt }: { readonly response: StoredResponse; readonly expiresAt: number },
+): IdempotencyRecord {
+  const { recoverAt: _leavesTheRecoverySet, ...kept } = current;
+  return { ...kept, status: RecordStatus.Completed, response, expiresAt };
+}
+
+/**
+ * The record a release or an abandonment leaves: its new status, the lease ended at `now`; `recoverAt` and
+ * `expiresAt` set by a number, removed by null, left as they are when absent.
+ */
+export function leaseEnded(
+  current: IdempotencyRecord,
+  write: Parameters<IdempotencyDriver<MemoryEffect>['endLease']>[0],
+): IdempotencyRecord {
+  const { status, now, recoverAt, expiresAt } = write;
+  const next: Record<string, unknown> = { ...current, status, leaseExpiresAt: now };
+  if (recoverAt === null) delete next.recoverAt;
+  else if (recoverAt !== undefined) next.recoverAt = recoverAt;
+  if (expiresAt === null) delete next.expiresAt;
+  else if (expiresAt !== undefined) next.expiresAt = expiresAt;
+  return next as unknown as IdempotencyRecord;
 }
