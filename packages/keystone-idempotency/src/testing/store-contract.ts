@@ -3,6 +3,7 @@ import { describeClaim } from './contract/claim.js';
 import { describeCommit } from './contract/commit.js';
 import { describeCompletion } from './contract/completion.js';
 import { contractOf } from './contract/context.js';
+import { describeExpiry } from './contract/expiry.js';
 import { describeFindDue } from './contract/find-due.js';
 import type { StoreContractHarness } from './contract/harness.js';
 import { describeKeys } from './contract/keys.js';
@@ -30,14 +31,16 @@ export interface StoreContractOptions<TEffect> {
 
 /**
  * The store contract (`IdempotencyStore`), as one suite of tests any store runs against its real database: exactly
- * one winner of a race, replays, mismatches, expiry, waits, takeovers that keep the downstream key, stale owners
- * fenced out (their effects with them), releases, commits that write all or nothing, responses kept byte for byte,
- * keys of any characters kept apart, the recovery set (`findDue`: due a lease after the claim or the release, oldest
- * first, out once committed; its cases keep to their own keys among the table's), recovery points (steps checkpointed
- * with their effects, resumed after a crash or a takeover, fenced, limited, new after expiry), recovery's resume and
- * abandon (and an unfinished recoverable operation that never expires), the one-shot commit, and (with `faults`) every
- * write whose reply was lost recognised as its own. The package's DynamoDB and PostgreSQL stores are proven by this
- * same suite.
+ * one winner of a race, replays, mismatches, waits, takeovers that keep the downstream key (and never reopen a record
+ * a late commit completed), stale owners fenced out (their effects with them), releases, commits that write all or
+ * nothing up to the store's own limits, responses kept byte for byte, keys of any characters kept apart, the recovery
+ * set (`findDue`: due a lease after the claim or the release, oldest first, out once committed; its cases keep to
+ * their own keys among the table's), recovery points (steps checkpointed with their effects, resumed after a crash
+ * or a takeover, fenced, limited, new after expiry), recovery's resume and abandon, expiry to the millisecond and by
+ * the store's clock alone, unfinished recoverable work never freed or forgotten a month on, the one-shot commit, and
+ * (with `faults`) every write whose reply was lost recognised as its own. The package's DynamoDB, PostgreSQL and
+ * Redis stores are proven by this same suite, and the suite itself by drivers broken on purpose, each of which it
+ * fails (the package's test/engine/broken-drivers.test.ts).
  *
  * Registers its tests with the host framework when called (at the top level of a test file, or in a `describe`),
  * and asserts with node:assert, so it needs nothing but the framework's `describe` and `it`.
@@ -73,6 +76,7 @@ export function describeStoreContract<TEffect>(options: StoreContractOptions<TEf
     describeFindDue(contract);
     describeResume(contract);
     describeAbandon(contract);
+    describeExpiry(contract);
     describeSteps(contract);
     describeOneShot(contract);
   });

@@ -1,12 +1,18 @@
 import assert from 'node:assert/strict';
-import { EffectConditionFailedError, ResponseTooLargeError } from '../../engine/errors.js';
-import type { StoredResponse } from '../../engine/record.js';
+import {
+  EffectConditionFailedError,
+  EffectKindError,
+  LeaseLostError,
+  ResponseTooLargeError,
+  TooManyEffectsError,
+} from '../../engine/errors.js';
+import { RecordStatus, type StoredResponse } from '../../engine/record.js';
 import { assertMatches, rejection } from '../match.js';
 import { acquire, type Contract, created, newKey } from './context.js';
 
 /** The commit with effects: all or nothing, within the limits, the response kept byte for byte. */
 export function describeCommit<TEffect>(contract: Contract<TEffect>): void {
-  const { h, describe, it, store, countingIt } = contract;
+  const { h, describe, it, store, stored, countingIt } = contract;
   describe('commit', () => {
     it('writes neither the effect nor the completion when an effect condition fails', async () => {
       const s = store();
@@ -17,6 +23,58 @@ export function describeCommit<TEffect>(contract: Contract<TEffect>): void {
       assert.equal(error.index, 1);
       assert.equal(await h.rowsUnder(key), 0);
       assert.equal((await s.claim(key, 'fp')).kind, 'in_flight');
+    });
+
+    it('refuses a commit after its owner released the record, writing nothing', async () => {
+      const s = store();
+      const key = newKey();
+      const lease = await acquire(s, key);
+      assert.equal(await s.release(lease), true);
+      await assert.rejects(s.commit(lease, created, [h.effect(key, 'after')]), LeaseLostError);
+      assert.equal(await h.rowsUnder(key), 0);
+      assertMatches(await stored(key, s), { status: RecordStatus.Released, leaseToken: lease.leaseToken });
+    });
+
+    it('refuses an effect it cannot write, before anything is written', async () => {
+      const s = store();
+      if (typeof s.checkEffect !== 'function') return; // optional: a store without it checks nothing here
+      const key = newKey();
+      const lease = await acquire(s, key);
+      const foreign = { notAnEffect: true } as unknown as TEffect;
+      assert.throws(() => s.checkEffect?.(foreign, 0), { name: 'EffectKindError' });
+      const refused = await rejection(s.commit(lease, created, [h.effect(key, 'p'), foreign]));
+      assert.ok(refused instanceof EffectKindError && refused.index === 1, `got ${refused}`);
+      assert.equal(await h.rowsUnder(key), 0);
+      assert.equal((await s.claim(key, 'fp')).kind, 'in_flight', 'still held by its owner');
+    });
+
+    it('writes every one of as many effects as one commit carries, and refuses one more', async () => {
+      const s = store();
+      const key = newKey();
+      const lease = await acquire(s, key);
+      const effects = (count: number) => Array.from({ length: count }, (_, i) => h.effect(key, `e${i}`));
+      await assert.rejects(s.commit(lease, created, effects(s.maxEffects + 1)), TooManyEffectsError);
+      assert.equal(await h.rowsUnder(key), 0);
+      await s.commit(lease, created, effects(s.maxEffects));
+      assert.equal(await h.rowsUnder(key), s.maxEffects);
+    });
+
+    it('keeps a response of exactly the largest size, byte for byte', async () => {
+      const s = store();
+      const key = newKey();
+      const headers = { 'Content-Type': 'application/json' };
+      const headerBytes = Buffer.byteLength('Content-Type') + Buffer.byteLength(headers['Content-Type']);
+      // Four-byte characters first: a store that counts characters, not bytes, or cuts the body short shows.
+      const emoji = '\u{1f600}'.repeat(16);
+      const body = emoji + 'x'.repeat(h.maxResponseBytes - headerBytes - Buffer.byteLength(emoji));
+      const largest: StoredResponse = { statusCode: 200, body, headers };
+      await s.commit(await acquire(s, key), largest);
+      const replay = await s.claim(key, 'fp');
+      assert.equal(replay.kind, 'replay');
+      if (replay.kind === 'replay') {
+        assert.equal(replay.response.body.length, body.length, 'the body kept whole');
+        assert.deepStrictEqual({ ...replay.response }, largest);
+      }
     });
 
     it('refuses a response too large to store, writing nothing', async () => {

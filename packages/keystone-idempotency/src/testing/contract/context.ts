@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { IdempotencyStore } from '../../engine/contract.js';
+import { LeaseLostError } from '../../engine/errors.js';
 import { scopedKey } from '../../engine/key.js';
 import type { IdempotencyRecord, Lease, StoredResponse } from '../../engine/record.js';
 import type { TestFramework } from '../framework.js';
@@ -25,6 +26,24 @@ export async function acquire(s: IdempotencyStore<unknown>, key: string, fp = 'f
   const outcome = await s.claim(key, fp);
   if (outcome.kind !== 'acquired') assert.fail(`expected to acquire ${key}, got ${outcome.kind}`);
   return outcome.lease;
+}
+
+/** Claims `key` for work whose effect lives elsewhere: tracked in the recovery set. */
+export async function acquireRecoverable(s: IdempotencyStore<unknown>, key: string): Promise<Lease> {
+  const outcome = await s.claim(key, 'fp', { recoverable: true });
+  if (outcome.kind !== 'acquired') assert.fail(`expected to acquire ${key}, got ${outcome.kind}`);
+  return outcome.lease;
+}
+
+/** Whether a commit landed: true, or false for a `LeaseLostError` (fenced out); any other error is thrown. */
+export async function landed(commit: Promise<void>): Promise<boolean> {
+  try {
+    await commit;
+    return true;
+  } catch (error) {
+    if (error instanceof LeaseLostError) return false;
+    throw error;
+  }
 }
 
 /** A count of round trips to the database, as the harness keeps it. */

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IdempotencyStore } from '../../engine/contract.js';
-import type { Lease } from '../../engine/record.js';
 import { ManualClock } from '../manual-clock.js';
-import { type Contract, created, LEASE_MS, newKey } from './context.js';
+import { acquireRecoverable, type Contract, created, LEASE_MS, newKey } from './context.js';
 
 /** findDue, the recovery set: what is due and when, oldest first, out once committed. */
 export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
@@ -11,11 +10,6 @@ export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
     // Every case reads with a limit far above what a test table holds, and keeps to its own keys: other cases'
     // records share the table. Clocks start at the real now (DynamoDB Local's TTL sweeper works in wall-clock time).
     const dueKeys = async (s: IdempotencyStore<TEffect>) => (await s.findDue({ limit: 1000 })).map((due) => due.key);
-    const claimRecoverable = async (s: IdempotencyStore<TEffect>, key: string): Promise<Lease> => {
-      const outcome = await s.claim(key, 'fp', { recoverable: true });
-      if (outcome.kind !== 'acquired') assert.fail(`expected to acquire ${key}, got ${outcome.kind}`);
-      return outcome.lease;
-    };
     /**
      * An index may be eventually consistent (DynamoDB's is): wait until the set reflects the record's latest write,
      * seen through a clock far ahead, before asking what is due now, so that "not due yet" never passes merely
@@ -34,7 +28,7 @@ export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
       const clock = new ManualClock(Date.now());
       const s = store(clock);
       const key = newKey();
-      assert.equal((await claimRecoverable(s, key)).recoverable, true);
+      assert.equal((await acquireRecoverable(s, key)).recoverable, true);
       await settled(key, true);
       clock.advance(LEASE_MS - 1);
       assert.equal((await dueKeys(s)).includes(key), false);
@@ -46,7 +40,7 @@ export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
       const clock = new ManualClock(Date.now());
       const s = store(clock);
       const key = newKey();
-      const lease = await claimRecoverable(s, key);
+      const lease = await acquireRecoverable(s, key);
       clock.advance(1000);
       assert.equal(await s.release(lease), true);
       await settled(key, true);
@@ -61,7 +55,7 @@ export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
       const s = store(clock);
       const committed = newKey();
       const plain = newKey();
-      const lease = await claimRecoverable(s, committed);
+      const lease = await acquireRecoverable(s, committed);
       await settled(committed, true);
       await s.commit(lease, created);
       const outcome = await s.claim(plain, 'fp');
@@ -70,7 +64,7 @@ export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
       await s.release(outcome.lease);
       // A recoverable claim made after both: once it shows, the set has caught up with them.
       const control = newKey();
-      await claimRecoverable(s, control);
+      await acquireRecoverable(s, control);
       await settled(control, true);
       await settled(committed, false);
       clock.advance(10 * LEASE_MS);
@@ -86,7 +80,7 @@ export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
       const s = store(clock);
       const keys = [newKey(), newKey(), newKey()];
       for (const key of keys) {
-        await claimRecoverable(s, key);
+        await acquireRecoverable(s, key);
         clock.advance(10);
       }
       for (const key of keys) await settled(key, true);

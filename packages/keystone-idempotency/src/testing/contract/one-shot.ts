@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { EffectConditionFailedError } from '../../engine/errors.js';
 import { RecordStatus } from '../../engine/record.js';
+import { ManualClock } from '../manual-clock.js';
 import { assertMatches, rejection } from '../match.js';
-import { acquire, type Contract, created, newKey } from './context.js';
+import { acquire, type Contract, created, LEASE_MS, landed, newKey } from './context.js';
 
 /** claimAndCommit: claim, effects and completion in one write. */
 export function describeOneShot<TEffect>(contract: Contract<TEffect>): void {
@@ -63,6 +64,25 @@ export function describeOneShot<TEffect>(contract: Contract<TEffect>): void {
       const outcome = await s.claimAndCommit(key, 'fp', build(key, 'p1'));
       assertMatches(outcome, { kind: 'committed', downstreamKey: claimed.downstreamKey });
       assertMatches(await stored(key, s), { status: RecordStatus.Completed, attempt: 2 });
+    });
+
+    it('refuses a one-shot takeover that a late commit beat, writing nothing', async () => {
+      const clock = new ManualClock(Date.now());
+      const s = store(clock);
+      const key = newKey();
+      const slow = await acquire(s, key);
+      clock.advance(LEASE_MS + 1);
+      let late: Promise<boolean> | undefined;
+      const outcome = await s.claimAndCommit(key, 'fp', async ({ attempt }) => {
+        // Built for the takeover (attempt 2): the record has been read, the takeover not yet written. The slow
+        // owner's commit lands now, and the takeover must meet it.
+        if (attempt === 2) late ??= landed(s.commit(slow, created, [h.effect(key, 'late')]));
+        await late;
+        return { response: { ...created, body: '{"id":"pay_one_shot"}' }, effects: [h.effect(key, 'one-shot')] };
+      });
+      assert.equal(await late, true, 'the late commit landed');
+      assertMatches(outcome, { kind: 'replay', response: created });
+      assert.equal(await h.rowsUnder(key), 1);
     });
 
     it('reports in flight while a two-phase owner holds the key, writing nothing', async () => {

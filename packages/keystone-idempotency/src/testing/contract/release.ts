@@ -22,6 +22,22 @@ export function describeRelease<TEffect>(contract: Contract<TEffect>): void {
       }
     });
 
+    it('ends the lease when it releases, keeping the fingerprint and the downstream key', async () => {
+      const clock = new ManualClock(Date.now());
+      const s = store(clock);
+      const key = newKey();
+      const lease = await acquire(s, key);
+      clock.advance(1_000);
+      assert.equal(await s.release(lease), true);
+      assertMatches(await stored(key, s), {
+        status: RecordStatus.Released,
+        leaseToken: lease.leaseToken,
+        leaseExpiresAt: clock.now(),
+        fingerprint: 'fp',
+        downstreamKey: lease.downstreamKey,
+      });
+    });
+
     it('never touches a claim it does not own', async () => {
       const clock = new ManualClock();
       const s = store(clock);

@@ -1,22 +1,14 @@
 import assert from 'node:assert/strict';
-import type { IdempotencyStore } from '../../engine/contract.js';
 import { LeaseLostError } from '../../engine/errors.js';
-import { type Lease, RecordStatus } from '../../engine/record.js';
+import { RecordStatus } from '../../engine/record.js';
 import { ManualClock } from '../manual-clock.js';
 import { assertMatches } from '../match.js';
-import { type Contract, created, LEASE_MS, newKey } from './context.js';
+import { acquireRecoverable, type Contract, created, LEASE_MS, landed, newKey } from './context.js';
 
 /** Recovery's resume: a takeover by key that never creates a record or disturbs a live owner. */
 export function describeResume<TEffect>(contract: Contract<TEffect>): void {
   const { h, describe, it, store, stored } = contract;
   describe('resume (recovery taking over by key)', () => {
-    /** Claims `key` for work whose effect lives elsewhere: tracked in the recovery set. */
-    async function acquireRecoverable(s: IdempotencyStore<TEffect>, key: string): Promise<Lease> {
-      const outcome = await s.claim(key, 'fp', { recoverable: true });
-      if (outcome.kind !== 'acquired') assert.fail(`expected to acquire ${key}, got ${outcome.kind}`);
-      return outcome.lease;
-    }
-
     it('takes over a released operation, keeping its fingerprint and downstream key', async () => {
       const s = store(new ManualClock(Date.now()));
       const key = newKey();
@@ -66,22 +58,68 @@ export function describeResume<TEffect>(contract: Contract<TEffect>): void {
       assertMatches(await s.resume(key, { downstreamKey: first.downstreamKey }), { kind: 'acquired' });
     });
 
-    it('never lets an unfinished recoverable operation expire, however long recovery takes', async () => {
+    it('refuses a resume that a late commit beat: the completion and its one effect stay', async () => {
+      // Recovery reads the record (its owner's lease ran out) and the slow owner's commit lands before recovery's
+      // takeover: the takeover must meet the completion. Raced on ten keys: either may land first, never both win.
       const clock = new ManualClock(Date.now());
-      const s = store(clock, { ttlSeconds: 60 });
-      const crashed = newKey();
-      const released = newKey();
-      const owner = await acquireRecoverable(s, crashed);
-      await s.release(await acquireRecoverable(s, released));
-      clock.advance(10 * 60_000);
-      assertMatches(await s.get(crashed), { status: RecordStatus.InProgress, downstreamKey: owner.downstreamKey });
-      assertMatches(await s.get(released), { status: RecordStatus.Released });
-      // A late retry takes it over under the same downstream key, never as a fresh generation.
-      assertMatches(await s.claim(crashed, 'fp'), {
+      const s = store(clock);
+      const keys = Array.from({ length: 10 }, () => newKey());
+      const slow = await Promise.all(keys.map((key) => acquireRecoverable(s, key)));
+      clock.advance(LEASE_MS + 1);
+      await Promise.all(
+        keys.map(async (key, i) => {
+          const [recovery, late] = await Promise.all([
+            s.resume(key),
+            landed(s.commit(slow[i]!, created, [h.effect(key, 'late')])),
+          ]);
+          if (recovery.kind === 'acquired') {
+            assert.equal(late, false, `${key}: the late commit and recovery's takeover both won`);
+            await s.commit(recovery.lease, created, [h.effect(key, 'recovered')]);
+          } else {
+            assert.equal(late, true, `${key}: recovery lost to nobody (${recovery.kind})`);
+            assertMatches(recovery, { kind: 'completed', record: { status: RecordStatus.Completed } });
+          }
+          assert.equal(await h.rowsUnder(key), 1, `${key}: one effect`);
+        }),
+      );
+    });
+
+    it('lets exactly one of a client’s retry and recovery take a released operation over', async () => {
+      const s = store(new ManualClock(Date.now()));
+      const keys = Array.from({ length: 10 }, () => newKey());
+      for (const key of keys) assert.equal(await s.release(await acquireRecoverable(s, key)), true);
+      await Promise.all(
+        keys.map(async (key) => {
+          const [retry, recovery] = await Promise.all([s.claim(key, 'fp'), s.resume(key)]);
+          const winners = [retry, recovery].filter((outcome) => outcome.kind === 'acquired');
+          assert.deepEqual(
+            [retry.kind, recovery.kind].sort(),
+            ['acquired', 'in_flight'],
+            `${key}: the retry ${retry.kind}, recovery ${recovery.kind}`,
+          );
+          const winner = winners[0];
+          if (winner?.kind !== 'acquired') assert.fail('expected a winner');
+          await s.commit(winner.lease, created, [h.effect(key, 'once')]);
+          assert.equal(await h.rowsUnder(key), 1);
+        }),
+      );
+    });
+
+    it('takes an abandoned operation back into the recovery set, with no expiry left', async () => {
+      const clock = new ManualClock(Date.now());
+      const s = store(clock, { ttlSeconds: 3600 });
+      const key = newKey();
+      const first = await acquireRecoverable(s, key);
+      assert.equal(await s.abandon(first), true);
+      const resumed = await s.resume(key);
+      assertMatches(resumed, {
         kind: 'acquired',
-        lease: { takeover: true, downstreamKey: owner.downstreamKey },
+        lease: { downstreamKey: first.downstreamKey, takeover: true, recoverable: true },
       });
-      assertMatches(await s.resume(released), { kind: 'acquired', lease: { takeover: true } });
+      // The takeover writes the record whole: the abandonment's expiry goes with it, so nothing can expire it now.
+      const record = await stored(key, s);
+      assert.equal(record?.expiresAt, undefined, 'recoverable again: no expiry');
+      assert.notEqual(record?.recoverAt, undefined, 'in the recovery set again');
     });
   });
 }

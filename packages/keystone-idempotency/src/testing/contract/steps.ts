@@ -10,11 +10,11 @@ import {
   TooManyStepsError,
 } from '../../engine/errors.js';
 import { ClaimedOperation } from '../../engine/operation.js';
-import { type Lease, RecordStatus } from '../../engine/record.js';
+import { type IdempotencyRecord, type Lease, RecordStatus } from '../../engine/record.js';
 import { DEFAULT_MAX_STEPS, StepState } from '../../engine/steps.js';
 import { ManualClock } from '../manual-clock.js';
 import { assertMatches, rejection } from '../match.js';
-import { acquire, type Contract, created, LEASE_MS, newKey } from './context.js';
+import { acquire, acquireRecoverable, type Contract, created, LEASE_MS, newKey } from './context.js';
 
 /** Recovery points (steps): checkpoints with their effects, resumed, fenced, limited. */
 export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
@@ -123,7 +123,7 @@ export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
           async () => {
             throw new Error('crashed inside the call');
           },
-          { resolve: async () => ({ notFound: true }) },
+          { resolve: async () => ({ notFound: true }), landsWithinMs: 0 },
         ),
       );
       assertMatches(await stored(key, s), { progress: { steps: [{ name: 'ship', state: StepState.Started }] } });
@@ -141,6 +141,7 @@ export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
             step.stage(h.effect(key, 'ship'));
             return { found: { id: 'shp_1' } };
           },
+          landsWithinMs: 0,
         },
       );
       assert.equal(ran, false);
@@ -160,13 +161,14 @@ export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
             async () => {
               throw new Error('crashed');
             },
-            { resolve: async () => ({ notFound: true }) },
+            { resolve: async () => ({ notFound: true }), landsWithinMs: 0 },
           ),
         );
         clock.advance(LEASE_MS + 1);
         const unknown = await rejection(
           operation(s, await acquire(s, key)).handle.step('ship', async () => 'ran', {
             resolve: async () => ({ unknown: true }),
+            landsWithinMs: 0,
           }),
         );
         assert.ok(unknown instanceof StepOutcomeUnknownError, `got ${unknown}`);
@@ -174,6 +176,7 @@ export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
         clock.advance(LEASE_MS + 1);
         const ran = await operation(s, await acquire(s, key)).handle.step('ship', async () => 'ran', {
           resolve: async () => ({ notFound: true }),
+          landsWithinMs: 0,
         });
         assert.equal(ran, 'ran');
         assertMatches(await stored(key, s), {
@@ -213,6 +216,47 @@ export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
       assert.ok(skipped instanceof LeaseLostError, `got ${skipped}`);
       assert.equal(await h.rowsUnder(key), 0);
       assertMatches(await stored(key, s), { progress: { revision: 1, steps: [{ result: 'first' }] } });
+    });
+
+    stepIt('refuses a checkpoint once its owner released or committed the record, writing nothing', async (s) => {
+      const done = { name: 'late', state: StepState.Done, result: 'late', attempt: 1, at: 1 };
+      for (const end of ['release', 'commit'] as const) {
+        const key = newKey();
+        const lease = await acquire(s, key);
+        if (end === 'release') assert.equal(await s.release(lease), true);
+        else await s.commit(lease, created);
+        const late = await rejection(s.checkpoint!(lease, { revision: 1, steps: [done] }, [h.effect(key, 'late')]));
+        assert.ok(late instanceof LeaseLostError, `after ${end}: got ${late}`);
+        assert.equal(await h.rowsUnder(key), 0, `after ${end}: no effect`);
+        assert.equal((await stored(key, s))?.progress, undefined, `after ${end}: no progress`);
+      }
+    });
+
+    stepIt('changes nothing of the record but its progress: its lease, expiry and recovery set stay', async (s) => {
+      const fields = (record: IdempotencyRecord | undefined) => {
+        const { progress: _progress, ...rest } = record ?? ({} as IdempotencyRecord);
+        return rest;
+      };
+      for (const lease of [await acquireRecoverable(s, newKey()), await acquire(s, newKey())]) {
+        const before = await stored(lease.key, s);
+        await s.checkpoint!(lease, { revision: 1, steps: [{ name: 'a', state: StepState.Done, attempt: 1, at: 1 }] });
+        const after = await stored(lease.key, s);
+        assertMatches(after, { progress: { revision: 1 } });
+        assert.deepStrictEqual(fields(after), fields(before), `${lease.key}: only the progress changed`);
+      }
+    });
+
+    stepIt('keeps an unfinished operation’s progress 30 days past any TTL', async (s, clock) => {
+      const key = newKey();
+      const first = await acquireRecoverable(s, key);
+      await operation(s, first).handle.step('reserve', async () => 'reserved');
+      // Crash: no release, no commit. Recovery is down for a month.
+      clock.advance(30 * 24 * 3_600_000);
+      const resumed = await s.resume(key);
+      assertMatches(resumed, {
+        kind: 'acquired',
+        lease: { takeover: true, downstreamKey: first.downstreamKey, progress: { revision: 1 } },
+      });
     });
 
     stepIt('starts a new generation after expiry: no progress, new step keys', async (s, clock) => {
