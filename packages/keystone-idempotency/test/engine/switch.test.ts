@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { DynamoDbStore, type EffectItem } from '../../src/dynamodb/store';
+import { DynamoDbStore } from '../../src/dynamodb/store';
 import { ConfigurationError } from '../../src/engine/errors';
 import { makeIdempotent } from '../../src/engine/make-idempotent';
 import { IDEMPOTENCY_DISABLED_ENV } from '../../src/engine/switch';

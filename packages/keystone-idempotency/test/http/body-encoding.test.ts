@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
-import { DynamoDbStore, type EffectItem } from '../../src/dynamodb/store';
+import { DynamoDbStore } from '../../src/dynamodb/store';
 import { problemErrorHandler } from '../../src/http/error-handler';
 import { httpIdempotency, type WithIdempotency } from '../../src/http/idempotency';
 import { validateJsonBody, type WithBody } from '../../src/http/validate-body';

@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import middy from '@middy/core';
 import type { ALBEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
-import { DynamoDbStore, type EffectItem } from '../../src/dynamodb/store';
+import { DynamoDbStore } from '../../src/dynamodb/store';
 import { accountIdOf, requireAccountId } from '../../src/http/account';
 import { problemErrorHandler } from '../../src/http/error-handler';
 import {

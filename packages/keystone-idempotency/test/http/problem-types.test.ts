@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { z } from 'zod';
-import { DynamoDbStore, type EffectItem } from '../../src/dynamodb/store';
+import { DynamoDbStore } from '../../src/dynamodb/store';
 import { ConfigurationError } from '../../src/engine/errors';
 import { problemErrorHandler } from '../../src/http/error-handler';
 import { HttpProblem } from '../../src/http/errors';
