@@ -3,7 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { scopedKey } from '../../src/engine/key';
 import { makeIdempotent } from '../../src/engine/make-idempotent';
 import { ClaimedOperation, type IdempotencyHandle } from '../../src/engine/operation';
-import { PostgresStore } from '../../src/postgres/store';
+import { type PostgresEffect, PostgresStore } from '../../src/postgres/store';
 import { FakeClock } from '../support/fake-clock';
 import { postgresUrl, testPostgres } from '../support/postgres';
 import { storeHarnesses } from '../support/stores';
@@ -200,7 +200,7 @@ await work({ id: process.env.ID ?? '' });
     await delay(1100); // its one-second lease runs out
     let reran = false;
     const work = makeIdempotent(
-      async (_input: { id: string }, idempotency: IdempotencyHandle<unknown>) => {
+      async (_input: { id: string }, idempotency: IdempotencyHandle<PostgresEffect>) => {
         const read = await idempotency.step('read', async () => {
           reran = true;
           return 'ran again';
