@@ -398,7 +398,10 @@ const getOrder: OperationObject = {
   operationId: 'getOrder',
   summary: "Read one of the caller's orders and each step's state",
   description:
-    'Each step is `pending` until its checkpoint commits, then `completed` (a given-back reservation: `released`).',
+    'Each step is `pending` until its checkpoint commits, then `completed`; a reservation given back is `released`, a ' +
+    'charge given back `refunded`, a step an outside system refused for good `refused` (a declined card: `charge`), ' +
+    'and a step the order ended before `skipped`. The order is `declined` when its card was refused, `refused` when a ' +
+    'step after the charge was (the charge refunded, the stock given back).',
   tags: ['orders'],
   parameters: [parameterRef('OrderId')],
   responses: {

@@ -1,8 +1,18 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { EffectItem } from 'keystone-idempotency/dynamodb';
-import { type OrderOutcome, type OrdersRepository, type Shortage, type StepStates, toOrder } from './repository';
+import {
+  completedSteps,
+  type OrderOutcome,
+  type OrderRefusal,
+  type OrdersRepository,
+  refusedSteps,
+  type Shortage,
+  type StepStates,
+  toOrder,
+} from './repository';
 import type { Inventory, Order, OrderLine, OrderStepName, OrderWithSteps } from './schema';
+import type { MarkedStepState } from './steps';
 
 /**
  * Orders, reservations and stock in the service's data table on DynamoDB, beside payments and API keys:
@@ -57,7 +67,13 @@ export class DynamoDbOrders implements OrdersRepository<EffectItem> {
     ];
   }
 
-  markStep(accountId: string, orderId: string, step: OrderStepName, ref: string | null): EffectItem {
+  markStep(
+    accountId: string,
+    orderId: string,
+    step: OrderStepName,
+    ref: string | null,
+    state: MarkedStepState = 'completed',
+  ): EffectItem {
     return {
       Update: {
         TableName: this.tableName,
@@ -65,21 +81,13 @@ export class DynamoDbOrders implements OrdersRepository<EffectItem> {
         UpdateExpression: 'SET steps.#step = :state',
         ConditionExpression: 'attribute_exists(pk)',
         ExpressionAttributeNames: { '#step': step },
-        ExpressionAttributeValues: { ':state': { state: 'completed', ref } },
+        ExpressionAttributeValues: { ':state': { state, ref } },
       },
     };
   }
 
   complete(accountId: string, orderId: string, outcome: OrderOutcome): EffectItem {
-    const steps: StepStates =
-      outcome.status === 'confirmed'
-        ? {
-            reserve: { state: 'completed', ref: null },
-            charge: { state: 'completed', ref: outcome.charge_id },
-            ship: { state: 'completed', ref: outcome.shipment_id },
-            notify: { state: 'completed', ref: outcome.email_id },
-          }
-        : { reserve: { state: 'released', ref: null } };
+    const steps = completedSteps(outcome);
     return {
       Update: {
         TableName: this.tableName,
@@ -96,6 +104,33 @@ export class DynamoDbOrders implements OrdersRepository<EffectItem> {
           ':email': outcome.email_id,
           ':steps': steps,
           ':pending': 'pending',
+        },
+      },
+    };
+  }
+
+  refuse(accountId: string, orderId: string, refusal: OrderRefusal): EffectItem {
+    // Each step set by its own path, so the states the compensations wrote on the steps before it stay.
+    const steps = Object.entries(refusedSteps(refusal.step));
+    return {
+      Update: {
+        TableName: this.tableName,
+        Key: orderKey(accountId, orderId),
+        UpdateExpression: `SET #status = :refused, charge_id = :charge, shipment_id = :shipment, email_id = :email, ${steps
+          .map((_, i) => `steps.#s${i} = :s${i}`)
+          .join(', ')}`,
+        ConditionExpression: '#status = :pending',
+        ExpressionAttributeNames: {
+          '#status': 'status',
+          ...Object.fromEntries(steps.map(([name], i) => [`#s${i}`, name])),
+        },
+        ExpressionAttributeValues: {
+          ':refused': 'refused',
+          ':pending': 'pending',
+          ':charge': refusal.charge_id,
+          ':shipment': refusal.shipment_id,
+          ':email': null,
+          ...Object.fromEntries(steps.map(([, state], i) => [`:s${i}`, state])),
         },
       },
     };

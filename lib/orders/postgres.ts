@@ -1,7 +1,17 @@
 import type { PostgresStatement } from 'keystone-idempotency/postgres';
 import type { Pool } from 'pg';
-import { type OrderOutcome, type OrdersRepository, type Shortage, type StepStates, toOrder } from './repository';
+import {
+  completedSteps,
+  type OrderOutcome,
+  type OrderRefusal,
+  type OrdersRepository,
+  refusedSteps,
+  type Shortage,
+  type StepStates,
+  toOrder,
+} from './repository';
 import type { Inventory, Order, OrderLine, OrderStepName, OrderWithSteps } from './schema';
+import { type MarkedStepState, ORDER_STATUSES } from './steps';
 
 type Db = Pick<Pool, 'query'>;
 
@@ -11,19 +21,22 @@ function qualified(schema: string | undefined, table: string): string {
 
 /**
  * The orders tables: the order's row (its steps' states as jsonb), its reservation, and the stock per SKU, with
- * CHECKs that make negative stock impossible whatever a statement forgets. Idempotent, like the payments tables'.
+ * CHECKs that make negative stock impossible whatever a statement forgets. Idempotent, like the payments tables'; a
+ * table made before an order could be `refused` has its status CHECK replaced (once: only while it lacks a status).
  */
 export function ordersTablesSql(schema: string | undefined): string {
+  const orders = qualified(schema, 'orders');
+  const statuses = ORDER_STATUSES.map((status) => `'${status}'`).join(', ');
   return `
 CREATE TABLE IF NOT EXISTS ${qualified(schema, 'inventory')} (
   sku       text    PRIMARY KEY,
   available integer NOT NULL CHECK (available >= 0),
   reserved  integer NOT NULL CHECK (reserved >= 0)
 );
-CREATE TABLE IF NOT EXISTS ${qualified(schema, 'orders')} (
+CREATE TABLE IF NOT EXISTS ${orders} (
   account_id    text        NOT NULL,
   id            text        NOT NULL,
-  status        text        NOT NULL CHECK (status IN ('pending', 'confirmed', 'declined')),
+  status        text        NOT NULL CONSTRAINT orders_status_check CHECK (status IN (${statuses})),
   items         jsonb       NOT NULL,
   amount        integer     NOT NULL CHECK (amount > 0),
   currency      text        NOT NULL,
@@ -42,7 +55,22 @@ CREATE TABLE IF NOT EXISTS ${qualified(schema, 'reservations')} (
   items      jsonb       NOT NULL,
   state      text        NOT NULL CHECK (state IN ('held', 'released')),
   created_at timestamptz NOT NULL DEFAULT now()
-);`;
+);
+DO $$
+BEGIN
+  IF NOT EXISTS (
+    SELECT 1 FROM pg_constraint
+     WHERE conrelid = ${sqlLiteral(orders)}::regclass AND conname = 'orders_status_check'
+       ${ORDER_STATUSES.map((status) => `AND pg_get_constraintdef(oid) LIKE ${sqlLiteral(`%'${status}'%`)}`).join(' ')}
+  ) THEN
+    ALTER TABLE ${orders} DROP CONSTRAINT IF EXISTS orders_status_check;
+    ALTER TABLE ${orders} ADD CONSTRAINT orders_status_check CHECK (status IN (${statuses}));
+  END IF;
+END $$;`;
+}
+
+function sqlLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
 }
 
 /** Orders on PostgreSQL: writes as statements staged into a step's (or the completion's) transaction. */
@@ -96,25 +124,23 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
     ];
   }
 
-  markStep(accountId: string, orderId: string, step: OrderStepName, ref: string | null): PostgresStatement {
+  markStep(
+    accountId: string,
+    orderId: string,
+    step: OrderStepName,
+    ref: string | null,
+    state: MarkedStepState = 'completed',
+  ): PostgresStatement {
     return {
       text: `UPDATE ${this.orders} SET steps = jsonb_set(steps, ARRAY[$3::text], $4::jsonb)
  WHERE account_id = $1 AND id = $2 RETURNING 1`,
-      values: [accountId, orderId, step, JSON.stringify({ state: 'completed', ref })],
+      values: [accountId, orderId, step, JSON.stringify({ state, ref })],
       expectRows: 1,
     };
   }
 
   complete(accountId: string, orderId: string, outcome: OrderOutcome): PostgresStatement {
-    const steps: StepStates =
-      outcome.status === 'confirmed'
-        ? {
-            reserve: { state: 'completed', ref: null },
-            charge: { state: 'completed', ref: outcome.charge_id },
-            ship: { state: 'completed', ref: outcome.shipment_id },
-            notify: { state: 'completed', ref: outcome.email_id },
-          }
-        : { reserve: { state: 'released', ref: null } };
+    const steps = completedSteps(outcome);
     return {
       text: `UPDATE ${this.orders} SET status = $3, charge_id = $4, shipment_id = $5, email_id = $6, steps = $7
  WHERE account_id = $1 AND id = $2 AND status = 'pending' RETURNING 1`,
@@ -127,6 +153,17 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
         outcome.email_id,
         JSON.stringify(steps),
       ],
+      expectRows: 1,
+    };
+  }
+
+  refuse(accountId: string, orderId: string, refusal: OrderRefusal): PostgresStatement {
+    // `||` keeps the states the compensations wrote on the steps before the refused one.
+    return {
+      text: `UPDATE ${this.orders}
+ SET status = 'refused', charge_id = $3, shipment_id = $4, email_id = NULL, steps = steps || $5::jsonb
+ WHERE account_id = $1 AND id = $2 AND status = 'pending' RETURNING 1`,
+      values: [accountId, orderId, refusal.charge_id, refusal.shipment_id, JSON.stringify(refusedSteps(refusal.step))],
       expectRows: 1,
     };
   }

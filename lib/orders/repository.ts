@@ -1,5 +1,5 @@
 import type { Inventory, Order, OrderLine, OrderWithSteps } from './schema';
-import { ORDER_STEPS, type OrderStepName } from './steps';
+import { type MarkedStepState, ORDER_STEPS, type OrderStepName, type StepState, stepsAfter } from './steps';
 
 /** A line the stock cannot cover: what was asked, and what is left. */
 export interface Shortage {
@@ -8,12 +8,27 @@ export interface Shortage {
   readonly available: number;
 }
 
-/** What the completion of an order sets on its row. */
-export interface OrderOutcome {
-  readonly status: 'confirmed' | 'declined';
+/**
+ * What the completion of an order sets on its row. Confirmed with no `email_id`: the mailer refused the confirmation,
+ * and the order stands (paid and shipped), its `notify` step `refused`. Declined: the processor refused the card.
+ */
+export type OrderOutcome =
+  | {
+      readonly status: 'confirmed';
+      readonly charge_id: string;
+      readonly shipment_id: string;
+      readonly email_id: string | null;
+    }
+  | { readonly status: 'declined'; readonly charge_id: null; readonly shipment_id: null; readonly email_id: null };
+
+/**
+ * The end of an order refused after its charge: the step an outside system refused for good, and what was done
+ * before it (the charge refunded and the reservation released by then, each marked by its own compensation).
+ */
+export interface OrderRefusal {
+  readonly step: OrderStepName;
   readonly charge_id: string | null;
   readonly shipment_id: string | null;
-  readonly email_id: string | null;
 }
 
 /**
@@ -30,10 +45,28 @@ export interface OrdersRepository<TEffect> {
    * stock no longer covers it (another order took it between the check and the commit).
    */
   reserve(accountId: string, order: Order, operationKey: string): TEffect[];
-  /** A step's checkpoint on the order's row: the step completed, with what it produced. */
-  markStep(accountId: string, orderId: string, step: OrderStepName, ref: string | null): TEffect;
-  /** The completion: the order's status and every step's result, on its row. */
+  /**
+   * A step's state on the order's row: `completed` (the default) with what it produced, from the step's checkpoint;
+   * `refunded` (with the refund's id) or `released`, from a compensation; `refused`, a step refused for good.
+   */
+  markStep(
+    accountId: string,
+    orderId: string,
+    step: OrderStepName,
+    ref: string | null,
+    state?: MarkedStepState,
+  ): TEffect;
+  /**
+   * The completion of a confirmed or declined order: its status and every step's state (a declined order: `reserve`
+   * released, `charge` refused, `ship` and `notify` skipped). Fails the commit unless the order is pending.
+   */
   complete(accountId: string, orderId: string, outcome: OrderOutcome): TEffect;
+  /**
+   * The end of an order refused after its charge: status `refused`, the refused step `refused`, every step after it
+   * `skipped`; the steps before it keep what their compensations marked (`refunded`, `released`). Fails the commit
+   * unless the order is pending.
+   */
+  refuse(accountId: string, orderId: string, refusal: OrderRefusal): TEffect;
   /** Gives a reservation back (a declined card): reserved units to available again, once; the commit fails on a repeat. */
   release(accountId: string, orderId: string, items: readonly OrderLine[]): TEffect[];
   /** The lines the stock cannot cover now (a check before the reservation: the commit's condition is the guarantee). */
@@ -45,9 +78,35 @@ export interface OrdersRepository<TEffect> {
 }
 
 /** The state of each step on a row, by name: the row's own form (a map on DynamoDB, jsonb on PostgreSQL). */
-export type StepStates = Partial<
-  Record<OrderStepName, { readonly state: 'completed' | 'released'; readonly ref: string | null }>
->;
+export type StepStates = Partial<Record<OrderStepName, StepOnRow>>;
+type StepOnRow = { readonly state: Exclude<StepState, 'pending'>; readonly ref: string | null };
+
+/** Every step's state at an order's completion (confirmed or declined). */
+export function completedSteps(outcome: OrderOutcome): StepStates {
+  if (outcome.status === 'confirmed') {
+    return {
+      reserve: { state: 'completed', ref: null },
+      charge: { state: 'completed', ref: outcome.charge_id },
+      ship: { state: 'completed', ref: outcome.shipment_id },
+      notify:
+        outcome.email_id === null ? { state: 'refused', ref: null } : { state: 'completed', ref: outcome.email_id },
+    };
+  }
+  return {
+    reserve: { state: 'released', ref: null },
+    charge: { state: 'refused', ref: null },
+    ship: { state: 'skipped', ref: null },
+    notify: { state: 'skipped', ref: null },
+  };
+}
+
+/** The states a refusal sets: the refused step's, and `skipped` for every step after it. */
+export function refusedSteps(step: OrderStepName): StepStates {
+  return Object.fromEntries([
+    [step, { state: 'refused', ref: null }],
+    ...stepsAfter(step).map((later) => [later, { state: 'skipped', ref: null }]),
+  ]) as StepStates;
+}
 
 /**
  * A row as the API shows it, from either store (a DynamoDB item, a PostgreSQL row: no driver here, so a function

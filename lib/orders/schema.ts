@@ -1,7 +1,7 @@
 import { SQS_TEXT } from 'keystone-idempotency/sqs';
 import * as z from 'zod/mini';
 import { Amount, Currency, sourceLength } from '../payments/payment-schema';
-import { ORDER_STEPS } from './steps';
+import { ORDER_STATUSES, ORDER_STEPS, STEP_STATES } from './steps';
 
 /**
  * POST /orders and what the orders API answers, as zod schemas: the handlers validate and type by them, and the
@@ -78,14 +78,13 @@ export type OrderRequest = z.infer<typeof OrderRequest>;
 
 export const ORDER_ID = /^ord_[0-9a-f]{24}$/;
 
-export { ORDER_STEPS, type OrderStepName } from './steps';
+export { ORDER_STEPS, type OrderStepName, STEP_STATES, type StepState } from './steps';
 
-/** One step of an order as GET /orders/{id} shows it. */
+/** One step of an order as GET /orders/{id} shows it; each state is in lib/orders/steps.ts and docs/orders.md. */
 export const OrderStep = z.strictObject({
   name: z.enum(ORDER_STEPS),
-  /** `pending` until the step's checkpoint commits; `completed` after; `released` for a reservation given back. */
-  state: z.enum(['pending', 'completed', 'released']),
-  /** What the step produced: the charge, shipment or email id (none for the reservation). */
+  state: z.enum(STEP_STATES),
+  /** What the step produced: the charge, shipment, email or (`refunded`) refund id; none for the reservation. */
   ref: z.nullable(z.string()),
 });
 export type OrderStep = z.infer<typeof OrderStep>;
@@ -93,8 +92,12 @@ export type OrderStep = z.infer<typeof OrderStep>;
 /** An order as POST /orders answers it (201). */
 export const Order = z.strictObject({
   id: z.string().check(z.regex(ORDER_ID)),
-  /** `pending` while its steps run; `confirmed` once every step completed; `declined` when the card was declined. */
-  status: z.enum(['pending', 'confirmed', 'declined']),
+  /**
+   * `pending` while its steps run; `confirmed` once charged, shipped and confirmed (or the mailer refused the
+   * confirmation); `declined` when the processor refused the card (nothing charged, the stock given back);
+   * `refused` when an outside system refused a step after the charge (the charge refunded, the stock given back).
+   */
+  status: z.enum(ORDER_STATUSES),
   items: z.array(OrderLine),
   amount: Amount,
   currency: Currency,

@@ -195,8 +195,9 @@ describe.each(FRONT_DOORS)('POST /orders through %s', (_door, urlOf) => {
     await expectOrderedOnce(key, await orderUntilAnswered(key, { url: urlOf(e2e) }), { url: urlOf(e2e) });
   });
 
-  it('answers a declined card with a stored 402, and gives the reservation back', async () => {
+  it('answers a declined card with a stored 402, gives the reservation back, and shows what became of each step', async () => {
     const before = await stock();
+    const ordersBefore = await e2e.data.orderIds(ACCOUNT);
     const key = randomUUID();
     const declined = await order(key, { url: urlOf(e2e), body: { ...widgets, source: 'tok_chargeDeclined' } });
     expect(declined.status).toBe(402);
@@ -206,6 +207,22 @@ describe.each(FRONT_DOORS)('POST /orders through %s', (_door, urlOf) => {
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(await stock()).toEqual(before);
     expect(chargesForKey(key)).toEqual([]);
+
+    // Before: `charge`, `ship` and `notify` pending for ever, for an order that had ended.
+    const [orderId] = (await e2e.data.orderIds(ACCOUNT)).filter((id) => !ordersBefore.includes(id));
+    const shown = await getOrder(orderId!);
+    expect(shown.status).toBe(200);
+    expect(await shown.json()).toMatchObject({
+      id: orderId,
+      status: 'declined',
+      charge_id: null,
+      steps: [
+        { name: 'reserve', state: 'released', ref: null },
+        { name: 'charge', state: 'refused', ref: null },
+        { name: 'ship', state: 'skipped', ref: null },
+        { name: 'notify', state: 'skipped', ref: null },
+      ],
+    });
   });
 
   it('answers too little stock with a stored 409 of its own type, and reserves and charges nothing', async () => {

@@ -133,4 +133,92 @@ describe.each(['dynamodb', 'postgres'] as const)('the orders repository on %s', 
     );
     expect(await subject.orders.getInventory(sku)).toEqual({ sku, available: 10, reserved: 0 });
   });
+
+  it('completes a declined order with every step saying what happened: released, refused, skipped, skipped', async () => {
+    const pending = order(2);
+    await commit(subject.orders.reserve('acct_1', pending, 'op-key'));
+    const declined = { status: 'declined', charge_id: null, shipment_id: null, email_id: null } as const;
+    await commit([
+      ...subject.orders.release('acct_1', pending.id, pending.items),
+      subject.orders.complete('acct_1', pending.id, declined),
+    ]);
+    expect(await subject.orders.getOrder('acct_1', pending.id)).toEqual({
+      ...pending,
+      status: 'declined',
+      steps: [
+        { name: 'reserve', state: 'released', ref: null },
+        { name: 'charge', state: 'refused', ref: null },
+        { name: 'ship', state: 'skipped', ref: null },
+        { name: 'notify', state: 'skipped', ref: null },
+      ],
+    });
+  });
+
+  it('confirms an order whose confirmation the mailer refused: paid and shipped, its notify step refused', async () => {
+    const pending = order(1);
+    await commit(subject.orders.reserve('acct_1', pending, 'op-key'));
+    const outcome = { status: 'confirmed', charge_id: 'ch_1', shipment_id: 'shp_1', email_id: null } as const;
+    await commit([subject.orders.complete('acct_1', pending.id, outcome)]);
+    expect((await subject.orders.getOrder('acct_1', pending.id))?.steps).toEqual([
+      { name: 'reserve', state: 'completed', ref: null },
+      { name: 'charge', state: 'completed', ref: 'ch_1' },
+      { name: 'ship', state: 'completed', ref: 'shp_1' },
+      { name: 'notify', state: 'refused', ref: null },
+    ]);
+  });
+
+  it('ends an order refused after its charge: the compensations marked, the refused step, the rest skipped, once', async () => {
+    const pending = order(3);
+    await commit(subject.orders.reserve('acct_1', pending, 'op-key'));
+    await commit([subject.orders.markStep('acct_1', pending.id, 'charge', 'ch_1')]);
+    // The compensations, each in its own commit as the engine runs them: the refund, then the stock given back.
+    await commit([subject.orders.markStep('acct_1', pending.id, 'charge', 're_1', 'refunded')]);
+    await commit([
+      ...subject.orders.release('acct_1', pending.id, pending.items),
+      subject.orders.markStep('acct_1', pending.id, 'reserve', null, 'released'),
+    ]);
+    const refusal = { step: 'ship', charge_id: 'ch_1', shipment_id: null } as const;
+    await commit([subject.orders.refuse('acct_1', pending.id, refusal)]);
+
+    expect(await subject.orders.getOrder('acct_1', pending.id)).toEqual({
+      ...pending,
+      status: 'refused',
+      charge_id: 'ch_1',
+      steps: [
+        { name: 'reserve', state: 'released', ref: null },
+        { name: 'charge', state: 'refunded', ref: 're_1' },
+        { name: 'ship', state: 'refused', ref: null },
+        { name: 'notify', state: 'skipped', ref: null },
+      ],
+    });
+    expect(await subject.orders.getInventory(sku)).toEqual({ sku, available: 10, reserved: 0 });
+    // Only a pending order ends: a second end, refused or completed, cancels its commit.
+    await expect(commit([subject.orders.refuse('acct_1', pending.id, refusal)])).rejects.toThrow(
+      EffectConditionFailedError,
+    );
+    const confirmed = { status: 'confirmed', charge_id: 'ch_1', shipment_id: 'shp_1', email_id: 'em_1' } as const;
+    await expect(commit([subject.orders.complete('acct_1', pending.id, confirmed)])).rejects.toThrow(
+      EffectConditionFailedError,
+    );
+    expect((await subject.orders.getOrder('acct_1', pending.id))?.status).toBe('refused');
+  });
+
+  it('refuses the last step without touching the ones done before it', async () => {
+    const pending = order(1);
+    await commit(subject.orders.reserve('acct_1', pending, 'op-key'));
+    await commit([subject.orders.markStep('acct_1', pending.id, 'ship', 'shp_1')]);
+    await commit([
+      subject.orders.refuse('acct_1', pending.id, { step: 'notify', charge_id: 'ch_1', shipment_id: 'shp_1' }),
+    ]);
+    expect(await subject.orders.getOrder('acct_1', pending.id)).toMatchObject({
+      status: 'refused',
+      shipment_id: 'shp_1',
+      steps: [
+        { name: 'reserve', state: 'completed', ref: null },
+        { name: 'charge', state: 'pending', ref: null },
+        { name: 'ship', state: 'completed', ref: 'shp_1' },
+        { name: 'notify', state: 'refused', ref: null },
+      ],
+    });
+  });
 });
