@@ -8,7 +8,7 @@ import { serviceFunctions } from '../infra/functions';
 import { bundledEnvironment, type LocalValues } from './bundled-environment';
 import type { DeployedStack } from './cloud-assembly';
 import { localName } from './service-definitions';
-import type { RunningFunctions } from './service-functions';
+import { functionConcurrency, type RunningFunctions } from './service-functions';
 import type { StackSettings } from './stack-settings';
 
 export interface BundledServiceOptions {
@@ -71,6 +71,7 @@ export async function startBundledService(options: BundledServiceOptions): Promi
           runtime: deployed.runtime,
           memoryMb: deployed.memoryMb,
           environment: environment.variables,
+          ...functionConcurrency(settings.concurrency, spec.id),
           output: options.output,
         }),
       );

@@ -21,6 +21,8 @@ export interface DeployedFunction {
   readonly runtime: string;
   readonly timeoutSeconds: number;
   readonly memoryMb: number;
+  /** `ReservedConcurrentExecutions`: its concurrency limit, when the template reserves one. */
+  readonly reservedConcurrency?: number;
   /** `Environment.Variables`, as written in the template. */
   readonly environment: Readonly<Record<string, TemplateValue>>;
 }
@@ -284,6 +286,7 @@ function deployedFunction(
     runtime,
     timeoutSeconds: (properties.Timeout as number | undefined) ?? DEFAULTS.timeoutSeconds,
     memoryMb: (properties.MemorySize as number | undefined) ?? DEFAULTS.memoryMb,
+    reservedConcurrency: properties.ReservedConcurrentExecutions as number | undefined,
     environment: environment ?? {},
   };
 }

@@ -49,15 +49,6 @@ function sourceDefines(settings: Readonly<Record<string, string | undefined>>): 
 }
 
 /**
- * Environments per function at most, run from source. Lambda would start one per concurrent invocation; here each is
- * a process whose cold start costs about 0.2 s of CPU (node, the bundle, its source map), and a burst of twenty
- * requests on a shared 2-core machine would spend seconds starting forty of them (the authorizer's and the route's)
- * while the requests wait. Four run a burst of quick invocations in turn, warm; a stalled invocation holds one of
- * them until its timeout ends it.
- */
-const SOURCE_MAX_ENVIRONMENTS = 4;
-
-/**
  * Bundles every function's TypeScript source (its definition's `entry`) as the deployment bundles it, for the store
  * and tracing `settings` ask for (source-functions.ts). Started on its own, so the stack bundles while its database
  * starts; `startSourceService` runs the result.
@@ -84,6 +75,7 @@ export function bundleServiceSources(settings: Readonly<Record<string, string | 
  */
 export async function startSourceService(
   settings: Readonly<Record<string, string | undefined>>,
+  concurrency: StackSettings['concurrency'],
   bundle: Promise<SourceBundle> = bundleServiceSources(settings),
 ): Promise<RunningFunctions> {
   const byName = new Map(serviceFunctions.map((spec) => [localName(spec), spec.id]));
@@ -92,10 +84,10 @@ export async function startSourceService(
       name: localName(spec),
       entry: join(ROOT, spec.entry),
       memoryMb: spec.memoryMb,
+      ...functionConcurrency(concurrency, spec.id),
     })),
     environment: functionSettings(settings),
     bundle,
-    maxEnvironments: SOURCE_MAX_ENVIRONMENTS,
     // As the functions' lines always came out: the Powertools JSON they log, as CloudWatch would store it.
     output: (line, stream) => (stream === 'stderr' ? process.stderr : process.stdout).write(`${line}\n`),
   });
@@ -103,6 +95,17 @@ export async function startSourceService(
     handlers: new Map([...functions.handlers].map(([name, handler]) => [byName.get(name)!, handler])),
     stop: () => functions.stop(),
   };
+}
+
+/** A function's concurrency: its reservation, or what the account allows every function without one. */
+export function functionConcurrency(
+  concurrency: StackSettings['concurrency'],
+  id: string,
+): { readonly concurrency: number; readonly reserved: boolean } {
+  const reserved = concurrency.reserved[id];
+  return reserved === undefined
+    ? { concurrency: concurrency.unreserved, reserved: false }
+    : { concurrency: reserved, reserved: true };
 }
 
 /**

@@ -27,7 +27,19 @@ export interface StackSettings {
   };
   /** The completer's period. */
   readonly completerIntervalSeconds: number;
+  /**
+   * Each function's concurrency, invocations in flight at most, past which Lambda throttles it: `reserved` by
+   * construct id where the definitions reserve it, `unreserved` for every other function.
+   */
+  readonly concurrency: { readonly unreserved: number; readonly reserved: Readonly<Record<string, number>> };
 }
+
+/**
+ * Invocations in flight per function whose definition reserves none: Lambda's account-wide limit, as this machine
+ * can honour it. Fifty concurrent requests fit with room; at about 60 MB a process, a function's environments take
+ * about 4 GB at their most, and give it back once idle (environment-pool.ts).
+ */
+export const LOCAL_CONCURRENCY = 64;
 
 /**
  * The local stack's own defaults, for the functions run from source: short enough for a demo to show recovery in
@@ -48,6 +60,7 @@ export const SOURCE_DEFAULTS: StackSettings = {
     concurrency: 5,
   },
   completerIntervalSeconds: 10,
+  concurrency: { unreserved: LOCAL_CONCURRENCY, reserved: {} },
 };
 
 /** Whether CONSUMER_FUNCTION_TIMEOUT_MS sets the function's timeout (the queue's consumer), or API_FUNCTION_TIMEOUT_MS. */
@@ -57,7 +70,7 @@ const isQueueConsumer = (spec: FunctionSpec) => spec.trigger.kind === 'settlemen
  * What the synthesized template fixes, as the local stack's defaults when it runs the bundles: each function's
  * timeout, the lease, TTL and processor timeout its environment carries, the API's integration timeout and
  * authorizer cache, the settlement queue's visibility timeout and redrive, its event source's batch size and
- * concurrency, and the completer's schedule.
+ * concurrency, the completer's schedule and each function's reserved concurrency.
  */
 export function deployedSettings(stack: DeployedStack): StackSettings {
   const fn = (spec: FunctionSpec) => stack.function(spec.id);
@@ -90,6 +103,15 @@ export function deployedSettings(stack: DeployedStack): StackSettings {
       scheduled && stack.schedulePeriodSeconds(fn(scheduled)),
       `${scheduled?.id ?? 'no function'} has no schedule`,
     ),
+    concurrency: {
+      unreserved: LOCAL_CONCURRENCY,
+      reserved: Object.fromEntries(
+        serviceFunctions.flatMap((spec) => {
+          const reserved = fn(spec).reservedConcurrency;
+          return reserved === undefined ? [] : [[spec.id, reserved]];
+        }),
+      ),
+    },
   };
 }
 
@@ -127,7 +149,21 @@ export function stackSettings(env: Env, defaults: StackSettings = SOURCE_DEFAULT
       maxReceiveCount: numberEnv('SETTLEMENT_MAX_RECEIVE_COUNT', defaults.settlement.maxReceiveCount, env),
     },
     completerIntervalSeconds: numberEnv('COMPLETER_INTERVAL_SECONDS', defaults.completerIntervalSeconds, env),
+    concurrency: {
+      ...defaults.concurrency,
+      unreserved: wholeNumberEnv('LOCAL_FUNCTION_CONCURRENCY', defaults.concurrency.unreserved, env),
+    },
   };
+}
+
+function wholeNumberEnv(name: string, fallback: number, env: Env): number {
+  const value = numberEnv(name, fallback, env);
+  if (!Number.isInteger(value)) {
+    throw new ConfigurationError(
+      `environment variable ${name} must be a whole number, got ${JSON.stringify(env[name])}`,
+    );
+  }
+  return value;
 }
 
 /** The settings in the shared timing rules' terms (lib/timing), which the local stack checks before it starts. */

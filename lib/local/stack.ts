@@ -142,7 +142,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const functions = addresses.then(async () => {
       const running = deployed
         ? await startBundles(deployed, env, settings, log, database)
-        : await startSources(env, sources!);
+        : await startSources(env, settings, sources!);
       stoppers.push(() => running.stop());
       return running;
     });
@@ -239,10 +239,14 @@ function bundleSources(env: Env, stoppers: Stoppers): Promise<SourceBundle> {
  * The functions from their sources' bundles, in environments whose `process.env` is what they read of this stack's
  * `env`, killed at their timeouts as Lambda's are.
  */
-async function startSources(env: Env, bundle: Promise<SourceBundle>): Promise<RunningFunctions> {
+async function startSources(
+  env: Env,
+  settings: StackSettings,
+  bundle: Promise<SourceBundle>,
+): Promise<RunningFunctions> {
   // CloudWatch metrics (EMF lines on stdout) mean nothing locally; set it to false to see them.
   env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  return startSourceService(env, bundle);
+  return startSourceService(env, settings.concurrency, bundle);
 }
 
 /**

@@ -12,7 +12,7 @@ import { BUNDLE_CONDITIONS } from '../../lib/infra/library-source';
 import { LAMBDA_BUNDLING } from '../../lib/infra/service-function';
 import { DeployedStack, referencedLogicalId } from '../../lib/local/cloud-assembly';
 import { localName } from '../../lib/local/service-definitions';
-import { deployedSettings } from '../../lib/local/stack-settings';
+import { deployedSettings, LOCAL_CONCURRENCY } from '../../lib/local/stack-settings';
 import { type Sandbox, startSandbox } from '../../lib/sandbox/processor';
 import { type SynthesizedAssembly, synthesize } from '../support/cdk-synth';
 import { e2eStack, uniqueNames } from '../support/e2e-stack';
@@ -146,6 +146,8 @@ describe('the synthesized dev stack', () => {
         concurrency: dev.concurrency.settlementMaxConcurrency,
       },
       completerIntervalSeconds: idempotency.recoveryPeriodMinutes * 60,
+      // dev reserves no concurrency.
+      concurrency: { unreserved: LOCAL_CONCURRENCY, reserved: {} },
     });
   });
 });

@@ -1,4 +1,10 @@
-import { SOURCE_DEFAULTS, type StackSettings, stackSettings, timingsOf } from '../../lib/local/stack-settings';
+import {
+  LOCAL_CONCURRENCY,
+  SOURCE_DEFAULTS,
+  type StackSettings,
+  stackSettings,
+  timingsOf,
+} from '../../lib/local/stack-settings';
 import { timingViolations } from '../../lib/timing/timing';
 
 /** The dev template's values, as deployedSettings reads them (test/bundled checks it against a real synth). */
@@ -21,6 +27,7 @@ const TEMPLATE: StackSettings = {
   authorizerResultTtlSeconds: 0,
   settlement: { visibilitySeconds: 180, maxReceiveCount: 5, batchSize: 10, concurrency: 2 },
   completerIntervalSeconds: 60,
+  concurrency: { unreserved: LOCAL_CONCURRENCY, reserved: { Authorizer: 50 } },
 };
 
 describe('stackSettings', () => {
@@ -70,6 +77,22 @@ describe('stackSettings', () => {
   it("starts from the local stack's own defaults for the functions run from source", () => {
     expect(stackSettings({})).toEqual(SOURCE_DEFAULTS);
     expect(timingViolations(timingsOf(SOURCE_DEFAULTS))).toEqual([]);
+  });
+
+  it('caps every function the definitions reserve nothing for at LOCAL_FUNCTION_CONCURRENCY, and no other', () => {
+    expect(stackSettings({ LOCAL_FUNCTION_CONCURRENCY: '4' }, TEMPLATE).concurrency).toEqual({
+      unreserved: 4,
+      reserved: { Authorizer: 50 },
+    });
+    expect(SOURCE_DEFAULTS.concurrency).toEqual({ unreserved: LOCAL_CONCURRENCY, reserved: {} });
+    // Fifty concurrent requests must never be throttled by the local default.
+    expect(LOCAL_CONCURRENCY).toBeGreaterThanOrEqual(50);
+  });
+
+  it('refuses a concurrency that is not a whole number of at least one', () => {
+    for (const value of ['0', '-4', '2.5', 'many']) {
+      expect(() => stackSettings({ LOCAL_FUNCTION_CONCURRENCY: value })).toThrow(/LOCAL_FUNCTION_CONCURRENCY must be/);
+    }
   });
 
   it('refuses a setting that is not a positive number', () => {

@@ -104,6 +104,10 @@ async function authorizerResult(
     request.log.error(`authorizer timed out after ${ended.timeoutMs} ms`);
     return { kind: 'misconfigured' };
   }
+  if (ended.kind === 'throttled') {
+    request.log.error(`authorizer throttled: ${ended.error.message}`);
+    return { kind: 'misconfigured' };
+  }
   if (ttlMs > 0) {
     const entries = request.cache.get(key) ?? new Map<string, CachedResult>();
     entries.set(token, { result: ended.value, expiresAt: request.now() + ttlMs });

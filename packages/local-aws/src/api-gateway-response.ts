@@ -16,7 +16,13 @@ export const GATEWAY_RESPONSES = {
   },
   authorizerConfiguration: { statusCode: 500, errorType: 'AuthorizerConfigurationException', message: null },
   requestTooLarge: { statusCode: 413, errorType: 'RequestEntityTooLargeException', message: 'Request Too Long' },
-  integrationFailure: { statusCode: 502, errorType: 'InternalServerErrorException', message: 'Internal server error' },
+  /** The function failed, timed out, or answered something that is no proxy response. */
+  functionError: { statusCode: 502, errorType: 'InternalServerErrorException', message: 'Internal server error' },
+  /**
+   * INTEGRATION_FAILURE: Lambda refused the invocation (throttled at the function's concurrency limit). A deployed
+   * API may map it ({@link MappedGatewayResponse}).
+   */
+  integrationFailure: { statusCode: 500, errorType: 'InternalServerErrorException', message: 'Internal server error' },
   integrationTimeout: {
     statusCode: 504,
     errorType: 'IntegrationTimeoutException',
@@ -58,6 +64,37 @@ export function writeGatewayResponse(
     'x-amzn-RequestId': requestId,
     'x-amzn-ErrorType': response.errorType,
     ...extraHeaders,
+  });
+  res.end(body);
+}
+
+/**
+ * A gateway response as a deployed REST API maps it (`AWS::ApiGateway::GatewayResponse`): its status, its headers
+ * (values unquoted), and its `application/json` template, in which `$context.requestId` and
+ * `$context.error.messageString` are filled in as API Gateway fills them.
+ */
+export interface MappedGatewayResponse {
+  readonly statusCode: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly template: string;
+}
+
+/** Writes a mapped gateway response in place of API Gateway's own. */
+export function writeMappedGatewayResponse(
+  res: ServerResponse,
+  mapped: MappedGatewayResponse,
+  response: GatewayResponse,
+  requestId: string,
+): void {
+  const body = mapped.template
+    .replaceAll('$context.requestId', requestId)
+    .replaceAll('$context.error.messageString', JSON.stringify(response.message));
+  res.writeHead(mapped.statusCode, {
+    'Content-Type': 'application/json',
+    ...mapped.headers,
+    'Content-Length': Buffer.byteLength(body),
+    'x-amzn-RequestId': requestId,
+    'x-amzn-ErrorType': response.errorType,
   });
   res.end(body);
 }

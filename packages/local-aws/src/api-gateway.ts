@@ -7,8 +7,10 @@ import {
   GATEWAY_RESPONSES,
   type GatewayResponse,
   type GatewayResponseFormat,
+  type MappedGatewayResponse,
   malformedReason,
   writeGatewayResponse,
+  writeMappedGatewayResponse,
   writeProxyResult,
 } from './api-gateway-response';
 import { type Route, restRouteTemplate } from './api-gateway-routes';
@@ -19,7 +21,7 @@ import { DEFAULT_FUNCTION_TIMEOUT_MS, LOCAL_ACCOUNT_ID, LOCAL_REGION } from './l
 import { consoleLog, type LocalLog } from './log';
 
 export type { TokenAuthorizer, TokenAuthorizerConfig } from './api-gateway-authorizer';
-export { GATEWAY_RESPONSES } from './api-gateway-response';
+export { GATEWAY_RESPONSES, type MappedGatewayResponse } from './api-gateway-response';
 export type { HttpMethod, ProxyHandler, Route } from './api-gateway-routes';
 
 /** A REST API's defaults: 29 s integration timeout (a regional API may raise it), 10 MB payload (a hard limit). */
@@ -46,6 +48,11 @@ export interface ApiGatewayOptions {
   log?: LocalLog;
   /** How the gateway's own errors look; match the deployed API's gateway responses. Default `aws-default`. */
   gatewayResponseFormat?: GatewayResponseFormat;
+  /**
+   * The INTEGRATION_FAILURE gateway response, as the deployed API maps it: what a throttled invocation is answered
+   * with. Default API Gateway's own, a 500.
+   */
+  integrationFailureResponse?: MappedGatewayResponse;
 }
 
 /** A running local API Gateway (a REST API): its URL, without a stage prefix, and how to stop it. */
@@ -90,6 +97,7 @@ class LocalApiGateway {
   private readonly binaryMediaTypes: readonly string[];
   private readonly log: LocalLog;
   private readonly gatewayResponseFormat: GatewayResponseFormat;
+  private readonly integrationFailureResponse: MappedGatewayResponse | undefined;
   private readonly authorizerCache: AuthorizerCache = new WeakMap();
 
   constructor(options: ApiGatewayOptions) {
@@ -100,6 +108,7 @@ class LocalApiGateway {
     this.binaryMediaTypes = options.binaryMediaTypes ?? [];
     this.log = options.log ?? consoleLog;
     this.gatewayResponseFormat = options.gatewayResponseFormat ?? 'aws-default';
+    this.integrationFailureResponse = options.integrationFailureResponse;
     this.server = new GatewayServer(
       (req, res) => this.handle(req, res),
       (res, error) => this.failUnexpectedly(res, error),
@@ -182,8 +191,9 @@ class LocalApiGateway {
 
   /**
    * Invokes the route's function and answers with its result, or with 502 when it fails or returns something
-   * API Gateway can't use, or with 504 when the integration timeout passes first. In the 504 case the handler keeps
-   * running, as the Lambda invocation does on AWS.
+   * API Gateway can't use, with the INTEGRATION_FAILURE response (500, unless mapped) when Lambda throttled it, or
+   * with 504 when the integration timeout passes first. In the 504 case the handler keeps running, as the Lambda
+   * invocation does on AWS.
    */
   private async integrate(
     route: Route,
@@ -205,13 +215,18 @@ class LocalApiGateway {
     if (outcome.kind === 'integration-timed-out') {
       return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationTimeout, scope.requestId);
     }
-    if (outcome.kind !== 'returned') {
+    if (outcome.kind === 'throttled') {
+      const mapped = this.integrationFailureResponse;
+      if (mapped) return writeMappedGatewayResponse(res, mapped, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
       return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
+    }
+    if (outcome.kind !== 'returned') {
+      return this.gatewayResponse(res, GATEWAY_RESPONSES.functionError, scope.requestId);
     }
     const malformed = malformedReason(outcome.value);
     if (malformed) {
       this.log.error(`Malformed Lambda proxy response: ${malformed}`, { ...logDetails, result: outcome.value });
-      return this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, scope.requestId);
+      return this.gatewayResponse(res, GATEWAY_RESPONSES.functionError, scope.requestId);
     }
     writeProxyResult(res, outcome.value as APIGatewayProxyResult, scope.requestId);
   }
@@ -225,7 +240,7 @@ class LocalApiGateway {
   /** A bug in the emulator itself: log it, and answer like API Gateway's own internal error if still possible. */
   private failUnexpectedly(res: ServerResponse, error: unknown): void {
     this.log.error('local API Gateway failed', { error });
-    if (!res.headersSent) this.gatewayResponse(res, GATEWAY_RESPONSES.integrationFailure, 'unknown');
+    if (!res.headersSent) this.gatewayResponse(res, GATEWAY_RESPONSES.functionError, 'unknown');
     else res.destroy();
   }
 }

@@ -2,9 +2,10 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
+import { EnvironmentPool } from './environment-pool';
 import { ExecutionEnvironment, type InvocationContext } from './execution-environment';
 import { LOCAL_REGION } from './lambda-context';
-import type { LambdaHandler } from './lambda-invoke';
+import type { EnvironmentHandler, PendingInvocation } from './lambda-invoke';
 
 /**
  * Variables the Lambda service sets in every execution environment and refuses in a function's configuration (a
@@ -43,8 +44,8 @@ const LOCAL_ONLY_VARIABLES = {
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
 } as const;
 
-/** Environments started per function at most; further invocations wait for one to be free. */
-const DEFAULT_MAX_ENVIRONMENTS = 10;
+/** The concurrency of a function that names none: Lambda's for a new account. */
+const DEFAULT_CONCURRENCY = 10;
 
 export interface BundledFunctionOptions {
   /** The function's name in its context, its environment and its log lines. */
@@ -63,8 +64,15 @@ export interface BundledFunctionOptions {
   readonly memoryMb: number;
   /** The function's own environment, exactly as configured (see bundled-environment.ts); nothing else is inherited. */
   readonly environment: Readonly<Record<string, string>>;
-  /** Default 10. */
-  readonly maxEnvironments?: number;
+  /**
+   * Invocations in flight at most (so environments at most), past which an invocation is throttled: the function's
+   * reserved concurrency, or what the account allows it. Default 10.
+   */
+  readonly concurrency?: number;
+  /** Whether `concurrency` is the function's reserved concurrency (the throttle's reason says so). */
+  readonly reserved?: boolean;
+  /** How long an environment with nothing to do is kept (all but the last). Default 60 s. */
+  readonly idleMs?: number;
   /** Where the function's stdout and stderr lines go (CloudWatch's part). Default: this process's, prefixed. */
   readonly output?: (line: string, stream: 'stdout' | 'stderr') => void;
 }
@@ -72,9 +80,12 @@ export interface BundledFunctionOptions {
 /** A function running from its bundle, in execution environments of its own. */
 export interface BundledFunction {
   readonly functionName: string;
-  /** Invokes the function in a free environment, or a new one (a cold start), as Lambda does. */
+  /**
+   * Invokes the function in a free environment, or a new one (a cold start), as Lambda does; its timeout runs from
+   * when the environment starts it, and past the function's concurrency it is throttled.
+   */
   // biome-ignore lint/suspicious/noExplicitAny: the event and result are whatever its trigger sends and takes
-  readonly handler: LambdaHandler<any, any>;
+  readonly handler: EnvironmentHandler<any, any>;
   /** Starts an environment now and keeps it warm; rejects with the init's error, as Lambda would report it. */
   warm(): Promise<void>;
   /** The process ids of the environments alive now. */
@@ -87,8 +98,9 @@ export interface BundledFunction {
  * Runs a function from the bundle `cdk synth` wrote, the way Lambda runs it: the asset copied into a task root of
  * its own (as Lambda unzips it into /var/task, away from this repository's node_modules, so an import the bundle
  * does not carry fails here as it would there), one process per execution environment with exactly the function's
- * environment plus what the Lambda service adds, one invocation per environment at a time, and a new environment
- * for an invocation that finds none free.
+ * environment plus what the Lambda service adds, one invocation per environment at a time, a new environment for
+ * an invocation that finds none free, up to the function's concurrency, and past it the invocation throttled
+ * (environment-pool.ts).
  *
  * @example
  * const fn = await startBundledFunction({ functionName: 'payments-get', codeDirectory, handler: 'index.handler',
@@ -111,76 +123,41 @@ export function startBundledFunction(options: BundledFunctionOptions): BundledFu
     cpSync(options.codeDirectory, taskRoot, { recursive: true });
   }
   const output = options.output ?? prefixedOutput(options.functionName);
-  const slots = new Slots(options.maxEnvironments ?? DEFAULT_MAX_ENVIRONMENTS);
-  const idle: ExecutionEnvironment[] = [];
-  const alive = new Set<ExecutionEnvironment>();
-  let stopped = false;
+  const pool = new EnvironmentPool({
+    functionName: options.functionName,
+    concurrency: options.concurrency ?? DEFAULT_CONCURRENCY,
+    reserved: options.reserved ?? false,
+    idleMs: options.idleMs,
+    start: () => ExecutionEnvironment.start({ taskRoot, environment: lambdaEnvironment(options, taskRoot), output }),
+  });
 
-  async function startEnvironment(): Promise<ExecutionEnvironment> {
-    const environment = await ExecutionEnvironment.start({
-      taskRoot,
-      environment: lambdaEnvironment(options, taskRoot),
-      output,
-    });
-    if (stopped) {
-      // Started while the function was being stopped: it must not outlive it.
-      await environment.stop();
-      throw new Error(`${options.functionName} is stopped`);
-    }
-    alive.add(environment);
-    return environment;
-  }
-
-  function takeIdle(): ExecutionEnvironment | undefined {
-    for (let environment = idle.pop(); environment; environment = idle.pop()) {
-      if (environment.alive) return environment;
-      alive.delete(environment);
-    }
-    return undefined;
-  }
-
-  /** An environment whose invocation ran past its deadline is ended, as Lambda ends it, even if it just answered. */
-  async function putBack(environment: ExecutionEnvironment, deadlineMs = Number.POSITIVE_INFINITY): Promise<void> {
-    if (environment.alive && !stopped && Date.now() < deadlineMs) {
-      idle.push(environment);
-      return;
-    }
-    alive.delete(environment);
-    await environment.stop();
-  }
-
-  async function handler(event: unknown, context: Context): Promise<unknown> {
-    // The deadline is the invocation's, fixed by the caller when it invoked; a cold start counts against it.
-    const deadlineMs = Date.now() + context.getRemainingTimeInMillis();
-    await slots.take();
-    let environment: ExecutionEnvironment | undefined;
+  async function inEnvironment(event: unknown, invocation: PendingInvocation): Promise<unknown> {
+    const environment = await pool.acquire();
+    // Lambda's clock starts now: the wait for an environment, and its init, were not the invocation's time.
+    invocation.started();
+    const deadlineMs = Date.now() + invocation.timeoutMs;
     try {
-      if (stopped) throw new Error(`${options.functionName} is stopped`);
-      environment = takeIdle() ?? (await startEnvironment());
-      return await environment.invoke(event, invocationContext(context, options, deadlineMs));
+      return await environment.invoke(event, invocationContext(invocation.context, options, deadlineMs));
     } finally {
-      if (environment) await putBack(environment, deadlineMs);
-      slots.give();
+      // One whose invocation ran past its deadline is ended, as Lambda ends it, even if it just answered.
+      pool.release(environment, environment.alive && Date.now() < deadlineMs);
     }
   }
+
+  const handler = Object.assign(
+    // Called as a plain handler: its timeout is what the context has left when it is called.
+    (event: unknown, context: Context) =>
+      inEnvironment(event, { context, timeoutMs: context.getRemainingTimeInMillis(), started: () => undefined }),
+    { inEnvironment },
+  );
 
   return {
     functionName: options.functionName,
     handler,
-    async warm() {
-      await slots.take();
-      try {
-        await putBack(await startEnvironment());
-      } finally {
-        slots.give();
-      }
-    },
-    environmentPids: () => [...alive].filter((e) => e.alive).flatMap((e) => (e.pid === undefined ? [] : [e.pid])),
+    warm: () => pool.warm(),
+    environmentPids: () => pool.environments().flatMap((e) => (e.pid === undefined ? [] : [e.pid])),
     async stop() {
-      stopped = true;
-      await Promise.all([...alive].map((environment) => environment.stop()));
-      alive.clear();
-      idle.length = 0;
+      await pool.stop();
       if (!options.runInPlace) {
         process.off('exit', removeTaskRoot);
         removeTaskRoot();
@@ -253,29 +230,4 @@ function invocationContext(context: Context, options: BundledFunctionOptions, de
 
 function prefixedOutput(functionName: string): BundledFunctionOptions['output'] & {} {
   return (line, stream) => (stream === 'stderr' ? process.stderr : process.stdout).write(`[${functionName}] ${line}\n`);
-}
-
-/** A counting semaphore: at most `size` environments, each running one invocation. */
-class Slots {
-  private free: number;
-  private readonly waiting: (() => void)[] = [];
-
-  constructor(size: number) {
-    if (!Number.isInteger(size) || size < 1) throw new Error(`maxEnvironments must be a positive integer, got ${size}`);
-    this.free = size;
-  }
-
-  async take(): Promise<void> {
-    if (this.free > 0) {
-      this.free -= 1;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-
-  give(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.free += 1;
-  }
 }

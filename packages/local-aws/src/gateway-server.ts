@@ -116,6 +116,7 @@ export async function integrate<TEvent, TResult>(
     };
   }
   if (ended.kind === 'threw') scope.log.error('handler failed', { ...logDetails, error: ended.error });
+  if (ended.kind === 'throttled') scope.log.error(`throttled: ${ended.error.message}`, logDetails);
   if (ended.kind === 'timed-out') scope.log.error(`Task timed out after ${ended.timeoutMs} ms`, logDetails);
   return { outcome: ended, logDetails };
 }

@@ -124,6 +124,10 @@ async function invoke(
     request.log.error(`authorizer timed out after ${ended.timeoutMs} ms`);
     return undefined;
   }
+  if (ended.kind === 'throttled') {
+    request.log.error(`authorizer throttled: ${ended.error.message}`);
+    return undefined;
+  }
   const answer = simpleResponse(ended.value);
   if (!answer) request.log.error('authorizer returned a malformed simple response', { result: ended.value });
   return answer;

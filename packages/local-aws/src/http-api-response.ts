@@ -13,7 +13,7 @@ export const HTTP_API_ERRORS = {
   /** The authorizer answered `isAuthorized: false`. */
   forbidden: { statusCode: 403, message: 'Forbidden' },
   requestTooLarge: { statusCode: 413, message: 'Request Entity Too Large' },
-  /** The function (or the authorizer) failed, timed out, or answered something the API can't use. */
+  /** The function (or the authorizer) failed, timed out, was throttled, or answered something the API can't use. */
   internalError: { statusCode: 500, message: 'Internal Server Error' },
   /** The integration timeout passed before the function answered. */
   serviceUnavailable: { statusCode: 503, message: 'Service Unavailable' },

@@ -173,9 +173,9 @@ class LocalHttpApi {
   }
 
   /**
-   * Invokes the route's function and answers with its response, or 500 when it fails, runs past its own timeout or
-   * answers something the API can't use, or 503 when the integration timeout passes first (the handler keeps
-   * running, as the Lambda invocation does on AWS).
+   * Invokes the route's function and answers with its response, or 500 when it fails, runs past its own timeout,
+   * answers something the API can't use or was throttled (an HTTP API has no gateway response to map that to), or
+   * 503 when the integration timeout passes first (the handler keeps running, as the Lambda invocation does on AWS).
    */
   private async integrate(route: HttpApiRoute, event: HttpApiEvent, requestId: string, res: ServerResponse) {
     const target = {

@@ -4,6 +4,9 @@ import { LOCAL_ACCOUNT_ID, LOCAL_REGION } from './lambda-context';
 import { invokeLambda, type LambdaHandler } from './lambda-invoke';
 import { consoleLog, type LocalLog } from './log';
 
+/** The first wait before a throttled scheduled event is sent again (Lambda's, for an asynchronous event). */
+const THROTTLE_RETRY_FIRST_MS = 1_000;
+
 export interface ScheduleOptions {
   // biome-ignore lint/suspicious/noExplicitAny: a scheduled function's result is not used
   readonly handler: LambdaHandler<ScheduledEvent, any>;
@@ -31,15 +34,40 @@ export function startSchedule(options: ScheduleOptions): Schedule {
   const log = options.log ?? consoleLog;
   let running: Promise<void> | undefined;
   let stopped = false;
-
-  async function run(): Promise<void> {
-    const invocation = invokeLambda(options.handler, scheduledEvent(options.functionName), {
-      functionName: options.functionName,
-      timeoutMs: options.timeoutMs,
+  const wakers = new Set<() => void>();
+  /** Sleeps, but wakes at once when the schedule stops. */
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wakers.delete(done);
+        resolve();
+      }
+      wakers.add(done);
     });
-    const outcome = await invocation.outcome;
-    if (outcome.kind === 'threw') log.error(`${options.functionName} failed`, { error: outcome.error });
-    if (outcome.kind === 'timed-out') log.error(`${options.functionName} timed out after ${outcome.timeoutMs} ms`);
+
+  /**
+   * One scheduled event, invoked as EventBridge invokes a function (asynchronously): a throttled invocation is sent
+   * again, backing off from a second, as Lambda retries a throttled asynchronous event, until the schedule stops or
+   * the next period is due (whose event stands in for it).
+   */
+  async function run(): Promise<void> {
+    const event = scheduledEvent(options.functionName);
+    const giveUpAt = Date.now() + options.periodMs;
+    for (let delayMs = THROTTLE_RETRY_FIRST_MS; ; delayMs *= 2) {
+      const invocation = invokeLambda(options.handler, event, {
+        functionName: options.functionName,
+        timeoutMs: options.timeoutMs,
+      });
+      const outcome = await invocation.outcome;
+      if (outcome.kind === 'threw') log.error(`${options.functionName} failed`, { error: outcome.error });
+      if (outcome.kind === 'timed-out') log.error(`${options.functionName} timed out after ${outcome.timeoutMs} ms`);
+      if (outcome.kind !== 'throttled') return;
+      log.error(`${options.functionName} throttled: ${outcome.error.message}`);
+      if (stopped || Date.now() + delayMs >= giveUpAt) return;
+      await pause(delayMs);
+    }
   }
 
   function runOnce(): Promise<void> {
@@ -62,6 +90,7 @@ export function startSchedule(options: ScheduleOptions): Schedule {
     async stop() {
       stopped = true;
       clearInterval(timer);
+      for (const wake of wakers) wake();
       await running;
     },
   };

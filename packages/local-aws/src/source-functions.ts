@@ -13,6 +13,10 @@ export interface SourceFunction {
   readonly entry: string;
   /** `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` and the context's `memoryLimitInMB`. Default 128, Lambda's. */
   readonly memoryMb?: number;
+  /** Invocations in flight at most, past which one is throttled (bundled-function.ts's default: 10). */
+  readonly concurrency?: number;
+  /** Whether `concurrency` is the function's own reservation. */
+  readonly reserved?: boolean;
 }
 
 /**
@@ -113,8 +117,6 @@ export interface SourceFunctionsOptions extends SourceBundleOptions {
   readonly bundle?: Promise<SourceBundle>;
   /** Default: this process's stdout and stderr, each line prefixed with the function's name. */
   readonly output?: BundledFunctionOptions['output'];
-  /** Environments started per function at most (bundled-function.ts's default: 10). */
-  readonly maxEnvironments?: number;
 }
 
 /** Functions running from their sources, each in execution environments of its own. */
@@ -170,7 +172,7 @@ export async function startSourceFunctions(options: SourceFunctionsOptions): Pro
   };
   try {
     const environment = { ...SOURCE_NODE_OPTIONS, ...definedOnly(options.environment) };
-    for (const { name, memoryMb } of options.functions) {
+    for (const { name, memoryMb, concurrency, reserved } of options.functions) {
       const codeDirectory = bundle.codeDirectories.get(name);
       if (!codeDirectory) throw new Error(`the bundles have no function ${name}`);
       functions.set(
@@ -185,7 +187,7 @@ export async function startSourceFunctions(options: SourceFunctionsOptions): Pro
           memoryMb: memoryMb ?? 128,
           environment,
           ...(options.output ? { output: options.output } : {}),
-          ...(options.maxEnvironments ? { maxEnvironments: options.maxEnvironments } : {}),
+          ...(concurrency ? { concurrency, reserved: reserved ?? false } : {}),
         }),
       );
     }

@@ -24,6 +24,7 @@ export function judgeBatch(
   reportBatchItemFailures: boolean,
 ): BatchVerdict {
   if (outcome.kind === 'threw') return { kind: 'all-failed', reason: 'the function threw' };
+  if (outcome.kind === 'throttled') return { kind: 'all-failed', reason: 'the function was throttled' };
   if (outcome.kind === 'timed-out') {
     return { kind: 'all-failed', reason: `Task timed out after ${outcome.timeoutMs} ms` };
   }

@@ -71,14 +71,16 @@ export interface SqsPoller {
  */
 export async function startSqsPoller(options: SqsPollerOptions): Promise<SqsPoller> {
   const settings = validated(options);
-  await assertVisibilityCoversTimeout(options.client, options.queueUrl, settings.functionTimeoutMs);
+  const visibilityMs = await visibilityCoveringTimeout(options.client, options.queueUrl, settings.functionTimeoutMs);
   const region = await options.client.config.region();
-  const poller = new LocalSqsPoller(options, settings, region);
+  const poller = new LocalSqsPoller(options, { ...settings, visibilityMs }, region);
   poller.start();
   return { stop: () => poller.stop(), drained: () => poller.drained() };
 }
 
 interface PollerSettings {
+  /** The queue's visibility timeout: how long a received batch is this poller's to retry when throttled. */
+  readonly visibilityMs: number;
   readonly batchSize: number;
   readonly waitTimeSeconds: number;
   readonly functionName: string;
@@ -88,7 +90,7 @@ interface PollerSettings {
   readonly log: LocalLog;
 }
 
-function validated(options: SqsPollerOptions): PollerSettings {
+function validated(options: SqsPollerOptions): Omit<PollerSettings, 'visibilityMs'> {
   const batchSize = options.batchSize ?? 10;
   const waitTimeSeconds = options.waitTimeSeconds ?? 1;
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10) {
@@ -112,7 +114,8 @@ function validated(options: SqsPollerOptions): PollerSettings {
   };
 }
 
-async function assertVisibilityCoversTimeout(client: SQSClient, queueUrl: string, timeoutMs: number): Promise<void> {
+/** The queue's visibility timeout, refused when it is shorter than the function's timeout. */
+async function visibilityCoveringTimeout(client: SQSClient, queueUrl: string, timeoutMs: number): Promise<number> {
   const { Attributes } = await client.send(
     new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['VisibilityTimeout'] }),
   );
@@ -122,10 +125,15 @@ async function assertVisibilityCoversTimeout(client: SQSClient, queueUrl: string
       `Queue visibility timeout: ${visibilitySeconds} seconds is less than Function timeout: ${timeoutMs / 1000} seconds`,
     );
   }
+  return visibilitySeconds * 1000;
 }
 
 /** Back-off after a failed ReceiveMessage (emulator restarting, queue deleted), so errors don't spin the CPU. */
 const RECEIVE_RETRY_DELAY_MS = 1_000;
+
+/** The first wait before a throttled batch is sent again, doubled each time up to the second. */
+const THROTTLE_RETRY_FIRST_MS = 100;
+const THROTTLE_RETRY_MAX_MS = 2_000;
 
 class LocalSqsPoller {
   private stopping = false;
@@ -203,12 +211,10 @@ class LocalSqsPoller {
   }
 
   private async processBatch(messages: Message[]): Promise<void> {
+    const receivedAt = Date.now();
     const source = { queueArn: this.options.queueArn, region: this.region };
     const records = messages.map((message) => toSqsRecord(message, source));
-    const invocation = invokeLambda(this.options.handler, { Records: records } satisfies SQSEvent, {
-      functionName: this.settings.functionName,
-      timeoutMs: this.settings.functionTimeoutMs,
-    });
+    const invocation = await this.invokeUntilRun(records, receivedAt);
     const outcome = await invocation.outcome;
     const verdict = judgeBatch(outcome, records, this.settings.reportBatchItemFailures);
     this.report(outcome, verdict, {
@@ -219,6 +225,28 @@ class LocalSqsPoller {
     await this.deleteMessages(recordsToDelete(verdict, records));
   }
 
+  /**
+   * Invokes the function with the batch, and again while it is throttled, backing off, as Lambda's event source
+   * mapping retries a throttled batch: until a new attempt could no longer finish within the messages' visibility
+   * timeout, when they are left to come back on their own.
+   */
+  private async invokeUntilRun(records: SQSRecord[], receivedAt: number) {
+    const { functionName, functionTimeoutMs, visibilityMs, log } = this.settings;
+    for (let delayMs = THROTTLE_RETRY_FIRST_MS; ; delayMs = Math.min(2 * delayMs, THROTTLE_RETRY_MAX_MS)) {
+      const invocation = invokeLambda(this.options.handler, { Records: records } satisfies SQSEvent, {
+        functionName,
+        timeoutMs: functionTimeoutMs,
+      });
+      const outcome = await invocation.outcome;
+      const tooLate = Date.now() + delayMs + functionTimeoutMs > receivedAt + visibilityMs;
+      if (outcome.kind !== 'throttled' || tooLate || this.stopping) return invocation;
+      log.info(`${functionName} throttled; the batch is sent again in ${delayMs} ms`, {
+        messageIds: records.map((record) => record.messageId),
+      });
+      await this.pause(delayMs);
+    }
+  }
+
   /** What CloudWatch would show for the invocation: the handler's error, and what becomes of the batch. */
   private report(
     outcome: InvocationOutcome<unknown>,
@@ -227,6 +255,7 @@ class LocalSqsPoller {
   ): void {
     const { log } = this.settings;
     if (outcome.kind === 'threw') log.error('handler failed', { ...details, error: outcome.error });
+    if (outcome.kind === 'throttled') log.error(`throttled: ${outcome.error.message}`, details);
     if (verdict.kind === 'all-failed') {
       log.error(`batch failed (${verdict.reason}); its messages return after the visibility timeout`, details);
     } else if (verdict.kind === 'partially-failed') {

@@ -55,7 +55,11 @@ interface Report {
   remainingMs: number;
 }
 
-function start(codeDirectory: string, environment: Record<string, string> = {}, maxEnvironments?: number) {
+function start(
+  codeDirectory: string,
+  environment: Record<string, string> = {},
+  pool: { concurrency?: number; idleMs?: number } = {},
+) {
   const fn = startBundledFunction({
     functionName: 'payments-test',
     codeDirectory,
@@ -63,7 +67,7 @@ function start(codeDirectory: string, environment: Record<string, string> = {}, 
     runtime: 'nodejs22.x',
     memoryMb: 256,
     environment,
-    maxEnvironments,
+    ...pool,
     output: () => undefined,
   });
   started.push(fn);
@@ -164,10 +168,86 @@ describe('startBundledFunction', () => {
     expect(fn.environmentPids().sort()).toEqual([first.pid, second.pid].sort());
   });
 
-  it('makes an invocation wait for a free environment once it has as many as it may', async () => {
-    const fn = start(bundle(INSPECTING_HANDLER), {}, 1);
-    const results = await Promise.all([report(fn, { sleepMs: 200 }), report(fn, { sleepMs: 200 })]);
-    expect(results[0]!.pid).toBe(results[1]!.pid);
+  it('starts an environment per concurrent invocation, up to its concurrency', async () => {
+    const fn = start(bundle(INSPECTING_HANDLER), {}, { concurrency: 5 });
+    // Long enough that none is free before the others' environments have started, on a loaded machine too.
+    const running = Promise.all(Array.from({ length: 5 }, () => report(fn, { sleepMs: 8_000 })));
+    await waitUntil(() => fn.environmentPids().length === 5, 8_000);
+    const results = await running;
+    expect(new Set(results.map(({ pid }) => pid)).size).toBe(5);
+  });
+
+  it('throttles an invocation past its concurrency at once, as Lambda does, and takes the next one again', async () => {
+    const fn = start(bundle(INSPECTING_HANDLER), {}, { concurrency: 1 });
+    const running = invoke(fn, { sleepMs: 1_500 });
+    await waitUntil(() => fn.environmentPids().length === 1);
+    const startedAt = Date.now();
+    const throttled = await invoke(fn, {});
+    expect(throttled).toMatchObject({
+      kind: 'throttled',
+      error: { name: 'TooManyRequestsException', reason: 'ConcurrentInvocationLimitExceeded' },
+    });
+    expect(Date.now() - startedAt).toBeLessThan(1_000);
+    expect(await running).toMatchObject({ kind: 'returned' });
+    expect(await invoke(fn, {})).toMatchObject({ kind: 'returned' });
+  });
+
+  it("counts an invocation's timeout from when its environment starts it: a cold start's init is not its time", async () => {
+    // An init of a second and a half (a module that awaits at its top level), for an invocation of one second.
+    const slowInit = `await new Promise((resolve) => setTimeout(resolve, 1_500));\n${INSPECTING_HANDLER}`;
+    const fn = start(bundle(slowInit));
+    const outcome = await invoke(fn, {}, 1_000);
+    expect(outcome).toMatchObject({ kind: 'returned' });
+    const { remainingMs } = (outcome as { value: Report }).value;
+    expect(remainingMs).toBeGreaterThan(500);
+  });
+
+  it("counts an invocation's timeout from when its environment starts it: the wait for a free one is not its time", async () => {
+    // Every environment busy: the second invocation waits for the first's (a new one would take longer to init).
+    const slowInit = `await new Promise((resolve) => setTimeout(resolve, 3_000));\n${INSPECTING_HANDLER}`;
+    const fn = start(bundle(slowInit));
+    await fn.warm();
+    const first = invoke(fn, { sleepMs: 800 }, 5_000);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // 700 ms of waiting and 500 of running: past its one second if the wait counted.
+    const second = await invoke(fn, { sleepMs: 500 }, 1_000);
+    expect(second).toMatchObject({ kind: 'returned' });
+    expect(await first).toMatchObject({ kind: 'returned' });
+  });
+
+  it('stops the environments idle for longer than its idle time, keeping one warm', async () => {
+    const fn = start(bundle(INSPECTING_HANDLER), {}, { idleMs: 1_000 });
+    const running = Promise.all(Array.from({ length: 3 }, () => report(fn, { sleepMs: 6_000 })));
+    await waitUntil(() => fn.environmentPids().length === 3, 6_000);
+    const results = await running;
+    await waitUntil(() => fn.environmentPids().length === 1, 10_000);
+    await waitUntil(() => results.filter(({ pid }) => isRunning(pid)).length === 1);
+    expect(await report(fn)).toMatchObject({ pid: fn.environmentPids()[0] });
+  });
+
+  it('fails an invocation whose environment is killed, and gives its place to the next (a crash)', async () => {
+    const fn = start(bundle(INSPECTING_HANDLER), {}, { concurrency: 1 });
+    const { pid } = await report(fn);
+    const running = invoke(fn, { sleepMs: 5_000 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    process.kill(pid, 'SIGKILL');
+    expect(await running).toMatchObject({
+      kind: 'threw',
+      error: { name: 'Runtime.ExitError', message: 'Runtime exited with error: signal: SIGKILL' },
+    });
+    const next = await report(fn);
+    expect(next.pid).not.toBe(pid);
+  });
+
+  it('ends an environment that stops answering mid-invocation at its deadline, and starts a new one', async () => {
+    const fn = start(bundle(INSPECTING_HANDLER), {}, { concurrency: 1 });
+    const { pid } = await report(fn);
+    const running = invoke(fn, { sleepMs: 100 }, 1_000);
+    // Stopped, not killed: no exit, no answer, as a process stuck on a silent connection.
+    process.kill(pid, 'SIGSTOP');
+    expect(await running).toEqual({ kind: 'timed-out', timeoutMs: 1_000 });
+    await waitUntil(() => !isRunning(pid));
+    expect((await report(fn)).pid).not.toBe(pid);
   });
 
   it("reports a handler's error with the error's own name and message", async () => {

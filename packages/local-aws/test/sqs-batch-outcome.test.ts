@@ -1,4 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
+import { TooManyRequestsException } from '../src/lambda-invoke';
 import { judgeBatch, recordsToDelete } from '../src/sqs-batch-outcome';
 
 const records = ['m-1', 'm-2', 'm-3'].map((messageId) => ({ messageId }) as SQSRecord);
@@ -33,12 +34,18 @@ describe('judgeBatch', () => {
     expect(deleted(value)).toEqual([]);
   });
 
-  it('fails the whole batch on an error or a timeout', () => {
+  it('fails the whole batch on an error, a timeout or a throttle that outlasted its retries', () => {
     const threw = judgeBatch({ kind: 'threw', error: new Error('x') }, records, true);
     const timedOut = judgeBatch({ kind: 'timed-out', timeoutMs: 100 }, records, true);
+    const throttled = judgeBatch(
+      { kind: 'throttled', error: new TooManyRequestsException('f', 'ConcurrentInvocationLimitExceeded', 'busy') },
+      records,
+      true,
+    );
 
     expect(recordsToDelete(threw, records)).toEqual([]);
     expect(recordsToDelete(timedOut, records)).toEqual([]);
+    expect(recordsToDelete(throttled, records)).toEqual([]);
     expect(timedOut).toEqual({ kind: 'all-failed', reason: 'Task timed out after 100 ms' });
   });
 
