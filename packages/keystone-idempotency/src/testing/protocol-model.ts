@@ -2,10 +2,12 @@ import type { AsyncCommand } from 'fast-check';
 import { frameworkOf, type TestFramework } from './framework.js';
 import {
   Advance,
+  ClientAttempt,
   CommitStep,
   CompleterRun,
   type FastCheck,
   protocolCommands,
+  TtlSweep,
   WitnessStep,
 } from './protocol/commands.js';
 import { checkNoChargeLeftBehind, checkNothingUnfinished } from './protocol/invariants.js';
@@ -38,6 +40,7 @@ export interface ProtocolModelOptions {
 const LEASE_SECONDS = 30;
 const TTL_SECONDS = 120;
 const OPERATIONS = 2;
+const DAY_MS = 24 * 3_600_000;
 const space = { operations: OPERATIONS, leaseMs: LEASE_SECONDS * 1000, ttlMs: TTL_SECONDS * 1000 };
 
 /**
@@ -45,9 +48,10 @@ const space = { operations: OPERATIONS, leaseMs: LEASE_SECONDS * 1000, ttlMs: TT
  * owners of a few operations (claims, double taps, charges, commits, releases, recovery's resume, resolve and
  * abandon, the processor's witness, whole completer runs), with crashes between any two steps (an owner is simply
  * never stepped again, or only much later), replies lost after the database applied the write (sent again by the
- * client, or surfacing to the caller), and lease and TTL expiry under a controlled clock. Each step runs against the
- * real store; after each one the protocol's promises are checked on the real tables and the records are held against
- * a reference model. A failure prints the shrunk sequence of steps, the model's trace and the seed to replay it.
+ * client, or surfacing to the caller), and lease and TTL expiry under a controlled clock; every run ends a month
+ * later, with every client coming back. Each step runs against the real store; after each one the protocol's
+ * promises are checked on the real tables and the records are held against a reference model. A failure prints the
+ * shrunk sequence of steps, the model's trace and the seed to replay it.
  *
  * On a store with checkpoints, one operation is a multi-step one: its recovery points (`handle.step`, the engine's own)
  * run before its charge, with crashes inside a step, checkpoints whose replies are lost, owners stopped inside a step
@@ -187,6 +191,12 @@ async function runProtocol(
  * without its completion.
  */
 async function finish(m: ProtocolModel, r: ProtocolSystem): Promise<void> {
+  // Far past any TTL: what is finished expires, and a client coming back to unfinished work takes it over under its
+  // downstream key, never as a new generation (a driver that let it expire would charge again).
+  m.trace.push('  -- a month later: the database sweeps what expired, and every client comes back --');
+  await new Advance(30 * DAY_MS).run(m, r);
+  await new TtlSweep().run(m, r);
+  for (let op = 0; op < m.ops.length; op++) await new ClientAttempt(op, Delivery.direct).run(m, r);
   m.trace.push('  -- the end: past every lease, the completer, then the processor reports every charge --');
   await new Advance(m.times.leaseMs).run(m, r);
   // One run, reading one operation at a time: it must get through every page.
