@@ -25,6 +25,7 @@ import type { RequestModel } from '../openapi/request-models';
 import { PROBLEM_TYPE_BASE } from '../payments/problem-types';
 import type { EnvironmentConfig } from './environments';
 import type { RouteTrigger } from './functions';
+import { THROTTLED_INTEGRATION } from './throttling';
 
 /** The one stage; each environment has its own API, so the stage names a version, not an environment. */
 export const STAGE_NAME = 'v1';
@@ -203,7 +204,8 @@ export class PaymentsApi extends Construct {
 
   /**
    * Errors API Gateway answers itself (401 from the authorizer, 429 throttled, 400 invalid body, 504 timeout) as
-   * RFC 9457 problems, like the functions' own errors, instead of `{"message": ...}`.
+   * RFC 9457 problems, like the functions' own errors, instead of `{"message": ...}`; and a function Lambda throttled
+   * (INTEGRATION_FAILURE, a 500 unless mapped) as the 429 with Retry-After that it is (lib/infra/throttling.ts).
    */
   private problemResponses(): void {
     const problem = {
@@ -232,6 +234,15 @@ export class PaymentsApi extends Construct {
       },
     });
     this.api.addGatewayResponse('Default5xx', { type: ResponseType.DEFAULT_5XX, ...problem });
+    this.api.addGatewayResponse('ThrottledIntegration', {
+      type: ResponseType.INTEGRATION_FAILURE,
+      statusCode: String(THROTTLED_INTEGRATION.statusCode),
+      // Gateway response header values are literals in single quotes.
+      responseHeaders: Object.fromEntries(
+        Object.entries(THROTTLED_INTEGRATION.headers).map(([name, value]) => [name, `'${value}'`]),
+      ),
+      templates: { 'application/json': THROTTLED_INTEGRATION.template },
+    });
   }
 }
 

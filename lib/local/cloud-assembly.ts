@@ -37,6 +37,13 @@ export interface DeployedQueueSource {
   readonly maxReceiveCount?: number;
 }
 
+/** A gateway response of the REST API, as the template maps it. */
+export interface DeployedGatewayResponse {
+  readonly statusCode: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly template: string;
+}
+
 interface CfnResource {
   readonly Type: string;
   readonly Properties?: Record<string, unknown>;
@@ -137,6 +144,31 @@ export class DeployedStack {
     );
     if (!authorizer) return undefined;
     return (authorizer.Properties?.AuthorizerResultTtlInSeconds as number | undefined) ?? 300;
+  }
+
+  /**
+   * The REST API's gateway response of this type (`INTEGRATION_FAILURE`), if the template maps it: its status, its
+   * header values unquoted, and its `application/json` template.
+   */
+  gatewayResponse(type: string): DeployedGatewayResponse | undefined {
+    const found = this.resourcesOfType('AWS::ApiGateway::GatewayResponse').find(
+      (resource) => resource.Properties?.ResponseType === type,
+    )?.Properties;
+    if (!found) return undefined;
+    const parameters = (found.ResponseParameters as Record<string, string> | undefined) ?? {};
+    const headers = Object.fromEntries(
+      Object.entries(parameters).flatMap(([name, value]) => {
+        const header = /^gatewayresponse\.header\.(.+)$/.exec(name)?.[1];
+        const literal = /^'(.*)'$/.exec(value)?.[1];
+        return header && literal !== undefined ? [[header, literal]] : [];
+      }),
+    );
+    const templates = (found.ResponseTemplates as Record<string, string> | undefined) ?? {};
+    return {
+      statusCode: Number(found.StatusCode ?? 500),
+      headers,
+      template: templates['application/json'] ?? '{"message":$context.error.messageString}',
+    };
   }
 
   /** The SQS event source mapping that feeds the function, and the settings of its queue. */

@@ -1,5 +1,7 @@
+import type { MappedGatewayResponse } from '@keystone-idempotency/local-aws/api-gateway';
 import { ConfigurationError, DEFAULT_LEASE_SECONDS, DEFAULT_TTL_SECONDS } from 'keystone-idempotency/engine';
 import { type FunctionSpec, serviceFunctions } from '../infra/functions';
+import { THROTTLED_INTEGRATION } from '../infra/throttling';
 import { numberEnv } from '../runtime/env';
 import type { TimedFunction, Timings } from '../timing/timing';
 import type { DeployedStack } from './cloud-assembly';
@@ -32,6 +34,8 @@ export interface StackSettings {
    * construct id where the definitions reserve it, `unreserved` for every other function.
    */
   readonly concurrency: { readonly unreserved: number; readonly reserved: Readonly<Record<string, number>> };
+  /** What the REST API answers an invocation Lambda throttled with (its INTEGRATION_FAILURE gateway response). */
+  readonly throttledResponse?: MappedGatewayResponse;
 }
 
 /**
@@ -61,6 +65,7 @@ export const SOURCE_DEFAULTS: StackSettings = {
   },
   completerIntervalSeconds: 10,
   concurrency: { unreserved: LOCAL_CONCURRENCY, reserved: {} },
+  throttledResponse: THROTTLED_INTEGRATION,
 };
 
 /** Whether CONSUMER_FUNCTION_TIMEOUT_MS sets the function's timeout (the queue's consumer), or API_FUNCTION_TIMEOUT_MS. */
@@ -70,7 +75,8 @@ const isQueueConsumer = (spec: FunctionSpec) => spec.trigger.kind === 'settlemen
  * What the synthesized template fixes, as the local stack's defaults when it runs the bundles: each function's
  * timeout, the lease, TTL and processor timeout its environment carries, the API's integration timeout and
  * authorizer cache, the settlement queue's visibility timeout and redrive, its event source's batch size and
- * concurrency, the completer's schedule and each function's reserved concurrency.
+ * concurrency, the completer's schedule, each function's reserved concurrency and the REST API's answer to a
+ * throttled invocation.
  */
 export function deployedSettings(stack: DeployedStack): StackSettings {
   const fn = (spec: FunctionSpec) => stack.function(spec.id);
@@ -83,6 +89,7 @@ export function deployedSettings(stack: DeployedStack): StackSettings {
   const authorizer = onlyTriggeredBy('authorizer');
   // Every scheduled function runs at the environment's one period (recoveryPeriodMinutes): any of them tells it.
   const [scheduled] = triggeredBy('schedule');
+  const throttledResponse = stack.gatewayResponse('INTEGRATION_FAILURE');
   return {
     leaseSeconds: Number(sharedLiteral(stack, 'IDEMPOTENCY_LEASE_SECONDS')),
     ttlSeconds: Number(sharedLiteral(stack, 'IDEMPOTENCY_TTL_SECONDS')),
@@ -112,6 +119,7 @@ export function deployedSettings(stack: DeployedStack): StackSettings {
         }),
       ),
     },
+    ...(throttledResponse ? { throttledResponse } : {}),
   };
 }
 

@@ -168,6 +168,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       functionTimeoutMs: localRouteTimeoutMs(settings),
       // The deployed API answers its own errors (401, 504, ...) as problem+json; so does the local one.
       gatewayResponseFormat: 'problem',
+      // And a function Lambda throttled, as the deployed API's INTEGRATION_FAILURE response maps it.
+      ...(settings.throttledResponse ? { integrationFailureResponse: settings.throttledResponse } : {}),
       log,
     });
     stoppers.push(() => api.close());

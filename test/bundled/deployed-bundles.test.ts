@@ -10,6 +10,7 @@ import { environments } from '../../lib/infra/environments';
 import { serviceFunctions } from '../../lib/infra/functions';
 import { BUNDLE_CONDITIONS } from '../../lib/infra/library-source';
 import { LAMBDA_BUNDLING } from '../../lib/infra/service-function';
+import { THROTTLED_INTEGRATION } from '../../lib/infra/throttling';
 import { DeployedStack, referencedLogicalId } from '../../lib/local/cloud-assembly';
 import { localName } from '../../lib/local/service-definitions';
 import { deployedSettings, LOCAL_CONCURRENCY } from '../../lib/local/stack-settings';
@@ -146,8 +147,9 @@ describe('the synthesized dev stack', () => {
         concurrency: dev.concurrency.settlementMaxConcurrency,
       },
       completerIntervalSeconds: idempotency.recoveryPeriodMinutes * 60,
-      // dev reserves no concurrency.
+      // dev reserves no concurrency; the REST API maps a throttled integration as the local stack answers it.
       concurrency: { unreserved: LOCAL_CONCURRENCY, reserved: {} },
+      throttledResponse: THROTTLED_INTEGRATION,
     });
   });
 });

@@ -6,6 +6,7 @@ import { RECOVERY_INDEX, TTL_ATTRIBUTE } from 'keystone-idempotency/dynamodb';
 import { AUTHORIZATION_HEADER_PATTERN, PaymentsApi } from '../../lib/infra/api';
 import { environments } from '../../lib/infra/environments';
 import { PaymentsStack } from '../../lib/infra/payments-stack';
+import { THROTTLED_INTEGRATION } from '../../lib/infra/throttling';
 import { IdempotencyMetric, MetricService, RecoveryBacklogMetric } from '../../lib/metrics/definitions';
 import { serviceMetrics } from '../../lib/runtime/metrics';
 import { idempotencyTable, paymentsTable, tableDefinitions } from '../../lib/tables/definitions';
@@ -652,6 +653,33 @@ describe('PaymentsStack', () => {
             ResponseParameters: { 'gatewayresponse.header.Content-Type': "'application/problem+json'" },
           });
         }
+      });
+    });
+
+    it('answers a route whose function Lambda throttled with a 429 that says when to come back', () => {
+      each((_, template) => {
+        const found = Object.values(
+          template.findResources('AWS::ApiGateway::GatewayResponse', {
+            Properties: { ResponseType: 'INTEGRATION_FAILURE' },
+          }),
+        );
+        expect(found).toHaveLength(1);
+        const { StatusCode, ResponseParameters, ResponseTemplates } = found[0]!.Properties;
+        // API Gateway's default for a throttled proxy integration is a 500 "Internal server error".
+        expect(StatusCode).toBe('429');
+        expect(ResponseParameters).toEqual({
+          'gatewayresponse.header.Content-Type': "'application/problem+json'",
+          'gatewayresponse.header.Retry-After': "'1'",
+        });
+        expect(JSON.parse(ResponseTemplates['application/json'])).toEqual({
+          type: 'about:blank',
+          title: 'Too Many Requests',
+          status: 429,
+          detail: expect.stringContaining('Retry after'),
+          requestId: '$context.requestId',
+        });
+        // The local stack answers from the same definition.
+        expect(ResponseTemplates['application/json']).toBe(THROTTLED_INTEGRATION.template);
       });
     });
 

@@ -1,3 +1,4 @@
+import { THROTTLED_INTEGRATION } from '../../lib/infra/throttling';
 import {
   LOCAL_CONCURRENCY,
   SOURCE_DEFAULTS,
@@ -28,6 +29,7 @@ const TEMPLATE: StackSettings = {
   settlement: { visibilitySeconds: 180, maxReceiveCount: 5, batchSize: 10, concurrency: 2 },
   completerIntervalSeconds: 60,
   concurrency: { unreserved: LOCAL_CONCURRENCY, reserved: { Authorizer: 50 } },
+  throttledResponse: THROTTLED_INTEGRATION,
 };
 
 describe('stackSettings', () => {
@@ -93,6 +95,11 @@ describe('stackSettings', () => {
     for (const value of ['0', '-4', '2.5', 'many']) {
       expect(() => stackSettings({ LOCAL_FUNCTION_CONCURRENCY: value })).toThrow(/LOCAL_FUNCTION_CONCURRENCY must be/);
     }
+  });
+
+  it('answers a throttled invocation through the REST API as the deployed gateway response maps it', () => {
+    expect(SOURCE_DEFAULTS.throttledResponse).toEqual(THROTTLED_INTEGRATION);
+    expect(THROTTLED_INTEGRATION).toMatchObject({ statusCode: 429, headers: { 'Retry-After': '1' } });
   });
 
   it('refuses a setting that is not a positive number', () => {
