@@ -4,6 +4,7 @@ import {
   type DueOperation,
   EffectConditionFailedError,
   type IdempotencyDriver,
+  IdempotencyError,
   type IdempotencyRecord,
   type Lease,
   type RecordStatus,
@@ -11,18 +12,22 @@ import {
   type WriteOutcome,
 } from '../engine/index.js';
 import { encodeResponse, fromPairs, toFields } from './codec.js';
+import {
+  type ClientState,
+  callEnd,
+  isServerReply,
+  messageOf,
+  onOneConnection,
+  type RedisScriptClient,
+  sendsPlainCommands,
+  sendWithin,
+  stateOf,
+  waitUntil,
+} from './connection.js';
 import { type EncodedEffect, encodeEffect, type RedisEffect, type ReservedKeys } from './effect.js';
 import { SCRIPTS, type Script } from './scripts.js';
 
-/**
- * The two commands the store sends, as `@redis/client` names them: a connected `createClient()` or `createCluster()`
- * has both (the cluster routes each by its first key, the record's, so every script runs on the shard of the store's
- * hash slot). Another client fits behind ten lines that call its own EVAL and EVALSHA.
- */
-export interface RedisScriptClient {
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-}
+export type { RedisScriptClient } from './connection.js';
 
 /**
  * What the store accepts of the server's `maxmemory-policy`:
@@ -35,6 +40,18 @@ export interface RedisScriptClient {
  */
 export type EvictionCheck = 'noeviction' | 'volatile' | 'skip';
 
+/**
+ * How an acknowledged write survives a crash of the server that acknowledged it
+ * ([what each can lose](https://github.com/keystone-idempotency/keystone-idempotency/blob/main/docs/redis.md#persistence-what-an-acknowledged-write-survives)):
+ * - `'fsync'` (the default): on the server's disk before the reply. The store refuses a server without
+ *   `appendonly yes` and `appendfsync always` (read with INFO and CONFIG GET);
+ * - `{ replicas, timeoutMs }`: every write is followed by `WAIT replicas timeoutMs`, and a write fewer replicas
+ *   acknowledged in time fails the call (retryable). For a server with replicas and no fsync on every write;
+ * - `'unchecked'`: no check, for a server whose CONFIG is blocked (ElastiCache) or that is durable by itself
+ *   (MemoryDB): you vouch for it.
+ */
+export type RedisDurability = 'fsync' | { readonly replicas: number; readonly timeoutMs: number } | 'unchecked';
+
 export interface RedisDriverOptions {
   readonly client: RedisScriptClient;
   /** The hash tag every key of the store carries, `{prefix}`. Default `keystone-idempotency`. */
@@ -42,22 +59,23 @@ export interface RedisDriverOptions {
   readonly maxEffects: number;
   readonly maxResponseBytes: number;
   readonly evictionCheck?: EvictionCheck;
+  /** Default `'fsync'`. */
+  readonly durability?: RedisDurability;
   /**
-   * How many times a script is sent when the connection fails before its reply came (a reset, the server restarting):
-   * safe for every script, since a write sent again meets what its first sending wrote and the engine recognises it by
-   * its lease token. Default 2. Error replies from the server are never sent again.
+   * How many times a script is sent when its connection fails, or its reply does not come in its share of the call's
+   * time, before the reply: safe for every script, since a write sent again meets what its first sending wrote and the
+   * engine recognises it by its lease token. Default 2. Error replies from the server are never sent again.
    */
   readonly attempts?: number;
+  /**
+   * When the current call must have had its answer, in epoch milliseconds (the function's end, less the time it needs
+   * to answer), or undefined when it has none: then 10 s. A reply that has not come by then fails the call with a
+   * retryable `IdempotencyError`, and its connection is not used again.
+   */
+  readonly deadline?: () => number | undefined;
 }
 
 export const DEFAULT_PREFIX = 'keystone-idempotency';
-
-/** Per client: the eviction policy checked once, and the scripts it has been sent whole (EVAL caches them). */
-interface ClientState {
-  checked?: Promise<void>;
-  readonly loaded: Set<string>;
-}
-const clients = new WeakMap<RedisScriptClient, ClientState>();
 
 /**
  * The idempotency driver on Redis (and Valkey): each conditional write one Lua script over the record's hash, the
@@ -68,9 +86,10 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
   readonly maxEffects: number;
   readonly maxResponseBytes: number;
   readonly keys: ReservedKeys;
-  private readonly client: RedisScriptClient;
   private readonly evictionCheck: EvictionCheck;
+  private readonly durability: RedisDurability;
   private readonly attempts: number;
+  private readonly deadline: () => number | undefined;
   private readonly state: ClientState;
 
   constructor(options: RedisDriverOptions) {
@@ -84,21 +103,30 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
     if (!Number.isInteger(attempts) || attempts < 1) {
       throw new ConfigurationError(`attempts must be a positive integer, got ${attempts}`);
     }
+    const durability = options.durability ?? 'fsync';
+    if (typeof durability === 'object') {
+      const { replicas, timeoutMs } = durability;
+      if (!Number.isInteger(replicas) || replicas < 1 || !Number.isInteger(timeoutMs) || timeoutMs < 1) {
+        throw new ConfigurationError(
+          `durability needs a positive whole number of replicas and of timeoutMs, got ${JSON.stringify(durability)}`,
+        );
+      }
+    }
     const tag = `{${prefix}}`;
     this.keys = {
       tag: prefix,
       recordPrefix: `${tag}:record:`,
       recoverySet: `${tag}:recovery`,
       expirySet: `${tag}:expiry`,
+      sync: `${tag}:sync`,
     };
-    this.client = options.client;
     this.maxEffects = options.maxEffects;
     this.maxResponseBytes = options.maxResponseBytes;
     this.evictionCheck = options.evictionCheck ?? 'noeviction';
+    this.durability = durability;
     this.attempts = attempts;
-    const state = clients.get(options.client) ?? { loaded: new Set<string>() };
-    clients.set(options.client, state);
-    this.state = state;
+    this.deadline = options.deadline ?? (() => undefined);
+    this.state = stateOf(options.client);
   }
 
   /** The Redis key of the record under an engine key. */
@@ -140,7 +168,7 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
     readonly expiresAt: number;
   }): Promise<WriteOutcome> {
     const effects = this.encodeEffects(write.effects);
-    const reply = await this.run(SCRIPTS.commit, this.keysWith(write.lease.key, effects), [
+    const reply = await this.write(write.lease.leaseToken, SCRIPTS.commit, this.keysWith(write.lease.key, effects), [
       write.lease.key,
       String(write.now),
       write.lease.leaseToken,
@@ -161,7 +189,7 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
   }): Promise<WriteOutcome> {
     const change = (value: number | null | undefined) =>
       value === undefined ? '' : value === null ? '-' : String(value);
-    const reply = await this.run(SCRIPTS.endLease, this.keysWith(write.lease.key, []), [
+    const reply = await this.write(write.lease.leaseToken, SCRIPTS.endLease, this.keysWith(write.lease.key, []), [
       write.lease.key,
       String(write.now),
       write.lease.leaseToken,
@@ -188,7 +216,7 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
   ): Promise<WriteOutcome> {
     const effects = this.encodeEffects(staged);
     const fields = toFields(record);
-    const reply = await this.run(SCRIPTS.place, this.keysWith(record.key, effects), [
+    const reply = await this.write(record.leaseToken, SCRIPTS.place, this.keysWith(record.key, effects), [
       record.key,
       String(now),
       previous?.leaseToken ?? '',
@@ -210,52 +238,79 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
   }
 
   /**
-   * Runs a script: whole (EVAL, which also caches it) the first time this client sends it, by its SHA-1 after that;
-   * whole again when the server has lost it (NOSCRIPT: a restart, a failover, SCRIPT FLUSH). Sent again, up to
-   * `attempts` times, when the connection fails before the reply.
+   * A writing script. Under `durability: { replicas, timeoutMs }`, once it wrote (or met its own earlier write, sent
+   * again after a lost reply: `leaseToken` is the one it writes), the store waits for the replicas to have it.
    */
-  private async run(script: Script, keys: string[], args: string[]): Promise<unknown> {
-    await this.ready();
-    return this.send(script, keys, args);
-  }
-
-  private async send(script: Script, keys: string[], args: string[]): Promise<unknown> {
-    const options = { keys, arguments: args };
-    for (let attempt = 1; ; attempt++) {
-      try {
-        if (!this.state.loaded.has(script.sha)) {
-          const reply = await this.client.eval(script.source, options);
-          this.state.loaded.add(script.sha);
-          return reply;
-        }
-        try {
-          return await this.client.evalSha(script.sha, options);
-        } catch (error) {
-          if (!/^NOSCRIPT\b/.test(messageOf(error))) throw error;
-          return await this.client.eval(script.source, options);
-        }
-      } catch (error) {
-        if (isServerReply(error) || attempt >= this.attempts) throw error;
-      }
+  private async write(leaseToken: string, script: Script, keys: string[], args: string[]): Promise<unknown> {
+    const end = callEnd(this.deadline());
+    const reply = await this.run(script, keys, args, end);
+    if (typeof this.durability === 'object' && wroteOrMetOwn(reply, leaseToken)) {
+      await this.waitForReplicas(this.durability, end);
     }
+    return reply;
   }
 
-  /** The eviction policy, checked once per client before its first script. */
-  private ready(): Promise<void> {
-    if (this.evictionCheck === 'skip') return Promise.resolve();
-    if (!this.state.checked) {
-      this.state.checked = this.checkEvictionPolicy().catch((error: unknown) => {
-        // A refusal stands; a connection that failed is tried again by the next call.
-        if (!(error instanceof ConfigurationError)) this.state.checked = undefined;
+  /**
+   * Runs a script, after the server's check: whole (EVAL, which also caches it) the first time this client sends it,
+   * by its SHA-1 after that; whole again when the server has lost it (NOSCRIPT: a restart, a failover, SCRIPT FLUSH).
+   */
+  private async run(script: Script, keys: string[], args: string[], end = callEnd(this.deadline())): Promise<unknown> {
+    await this.ready(end);
+    return this.send(script, keys, args, end);
+  }
+
+  private async send(script: Script, keys: string[], args: string[], end: number): Promise<unknown> {
+    const options = { keys, arguments: args };
+    const loaded = this.state.loaded;
+    return sendWithin(this.state, end, this.attempts, async (client) => {
+      if (!loaded.has(script.sha)) {
+        const reply = await client.eval(script.source, options);
+        loaded.add(script.sha);
+        return reply;
+      }
+      try {
+        return await client.evalSha(script.sha, options);
+      } catch (error) {
+        if (!/^NOSCRIPT\b/.test(messageOf(error))) throw error;
+        return await client.eval(script.source, options);
+      }
+    });
+  }
+
+  /**
+   * The server's eviction policy and persistence, checked once for each store's requirements (its prefix, hence its
+   * shard on a cluster, and what it accepts) before its first script, within the call's time. A refusal stands; a
+   * check that could not be made (a connection that failed) is made again by the next call.
+   */
+  private async ready(end: number): Promise<void> {
+    if (this.evictionCheck === 'skip' && this.durability === 'unchecked') return;
+    const requirement = JSON.stringify([this.keys.tag, this.evictionCheck, this.durability]);
+    let checked = this.state.checks.get(requirement);
+    if (!checked) {
+      checked = this.checkServer(end).catch((error: unknown) => {
+        if (!(error instanceof ConfigurationError)) this.state.checks.delete(requirement);
         throw error;
       });
+      this.state.checks.set(requirement, checked);
     }
-    return this.state.checked;
+    // Another call's check, under way: waited for no longer than this call has.
+    await waitUntil(end, checked);
   }
 
-  private async checkEvictionPolicy(): Promise<void> {
-    const policy = String(await this.send(SCRIPTS.evictionPolicy, [this.keys.recoverySet], []));
-    if (policy === 'noeviction') return;
+  private async checkServer(end: number): Promise<void> {
+    const settings = asArray(await this.send(SCRIPTS.serverSettings, [this.keys.recoverySet], [], end));
+    const [policy, aof] = settings.map(String);
+    this.checkEviction(policy ?? '');
+    if (this.durability === 'fsync') await this.checkFsync(aof ?? '', end);
+    if (typeof this.durability === 'object' && !sendsPlainCommands(this.state.given)) {
+      throw new ConfigurationError(
+        "durability: { replicas, timeoutMs } sends WAIT, which the Redis client can't (it has no sendCommand, as @redis/client's createClient, createClientPool and createCluster have)",
+      );
+    }
+  }
+
+  private checkEviction(policy: string): void {
+    if (this.evictionCheck === 'skip' || policy === 'noeviction') return;
     if (this.evictionCheck === 'volatile' && policy.startsWith('volatile-')) return;
     const accepted = this.evictionCheck === 'volatile' ? 'noeviction or volatile-*' : 'noeviction';
     throw new ConfigurationError(
@@ -266,11 +321,84 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
             `is work run twice; an unfinished one, work lost): the store needs ${accepted}`,
     );
   }
+
+  private async checkFsync(aof: string, end: number): Promise<void> {
+    const choices =
+      "run it with appendonly yes and appendfsync always, or pass durability: { replicas, timeoutMs } to WAIT for replicas after each write, or durability: 'unchecked' if it is durable by other means";
+    if (aof !== '1') {
+      throw new ConfigurationError(
+        `the Redis server keeps no append-only file (appendonly no): a crash or restart loses every record, and a retry then runs the work again. ${choices}`,
+      );
+    }
+    let fsync: string;
+    try {
+      fsync = await sendWithin(this.state, end, this.attempts, (client) =>
+        onOneConnection(client, this.keys.sync, async (one) =>
+          configValue(await one.sendCommand(['CONFIG', 'GET', 'appendfsync']), 'appendfsync'),
+        ),
+      );
+    } catch (error) {
+      if (!(isServerReply(error) || error instanceof ConfigurationError)) throw error;
+      throw new ConfigurationError(
+        `the store could not read the Redis server's appendfsync (${messageOf(error)}), as where CONFIG is blocked ` +
+          `(ElastiCache): ${choices}`,
+      );
+    }
+    if (fsync !== 'always') {
+      throw new ConfigurationError(
+        `the Redis server's appendfsync is ${fsync || 'not reported'}: a crash loses the writes it acknowledged since its last fsync (up to about two seconds of them with everysec), and a retry then runs the work again. ${choices}`,
+      );
+    }
+  }
+
+  /**
+   * WAIT for the replicas, on one connection after a write of its own there: WAIT counts its own connection's writes,
+   * and the script's may have gone on another (a pool's, a reconnected client's, or none at all when it met its own
+   * earlier write). Replication keeps order, so a replica that has this write has the script's.
+   */
+  private async waitForReplicas(durability: { replicas: number; timeoutMs: number }, end: number): Promise<void> {
+    const { replicas, timeoutMs } = durability;
+    let waitedMs = timeoutMs;
+    const acknowledged = await sendWithin(this.state, end, this.attempts, (client, timeLeftMs) =>
+      onOneConnection(client, this.keys.sync, async (one) => {
+        waitedMs = Math.max(1, Math.min(timeoutMs, timeLeftMs - 50));
+        const [, acked] = await Promise.all([
+          one.sendCommand(['SET', this.keys.sync, '1']),
+          one.sendCommand(['WAIT', String(replicas), String(waitedMs)]),
+        ]);
+        return Number(acked);
+      }),
+    );
+    if (acknowledged < replicas) {
+      throw new IdempotencyError(
+        `the write reached ${acknowledged} of the ${replicas} replicas it needs within ${waitedMs} ms: a failover ` +
+          'could lose it; retry, and it is recognised as the same call',
+      );
+    }
+  }
 }
 
 function asArray(reply: unknown): unknown[] {
   if (!Array.isArray(reply)) throw new Error(`unexpected reply from a store script: ${JSON.stringify(reply)}`);
   return reply;
+}
+
+/** Whether a write script wrote, or met the record it writes (its own, sent again after a lost reply). */
+function wroteOrMetOwn(reply: unknown, leaseToken: string): boolean {
+  const [kind] = asArray(reply);
+  if (kind === 'written') return true;
+  return kind === 'met' && fromPairs(asArray(reply).slice(1))?.leaseToken === leaseToken;
+}
+
+/** CONFIG GET's reply (pairs in RESP2, a map in RESP3): the value of `name`, or ''. */
+function configValue(reply: unknown, name: string): string {
+  if (Array.isArray(reply)) {
+    const at = reply.findIndex((item) => String(item) === name);
+    return at < 0 ? '' : String(reply[at + 1] ?? '');
+  }
+  if (reply instanceof Map) return String(reply.get(name) ?? '');
+  if (typeof reply === 'object' && reply !== null) return String((reply as Record<string, unknown>)[name] ?? '');
+  return '';
 }
 
 function outcomeOf(reply: unknown, effects: readonly RedisEffect[]): WriteOutcome {
@@ -282,16 +410,4 @@ function outcomeOf(reply: unknown, effects: readonly RedisEffect[]): WriteOutcom
     throw new EffectConditionFailedError(index, { ...(effects[index] ?? {}) });
   }
   throw new Error(`unexpected reply from a store script: ${JSON.stringify(reply)}`);
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-/**
- * An error the server replied with (`ERR ...`, `NOSCRIPT ...`, `OOM ...`, `READONLY ...`): an upper-case code
- * first. The client's own errors (a closed socket, a timeout) read as sentences, and only those are sent again.
- */
-function isServerReply(error: unknown): boolean {
-  return /^[A-Z][A-Z_]+(\s|$)/.test(messageOf(error));
 }

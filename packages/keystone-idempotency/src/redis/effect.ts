@@ -38,17 +38,18 @@ export interface EncodedEffect {
   readonly args: readonly [string, string, string, string];
 }
 
-/** The store's keys an effect must never touch: its records, its recovery set and its expiry set. */
+/** The store's keys an effect must never touch: its records, its recovery and expiry sets, the key WAIT follows. */
 export interface ReservedKeys {
   readonly tag: string;
   readonly recordPrefix: string;
   readonly recoverySet: string;
   readonly expirySet: string;
+  readonly sync: string;
 }
 
 /** Whether `key` is one of the store's own. */
 export function isReserved(key: string, keys: ReservedKeys): boolean {
-  return key.startsWith(keys.recordPrefix) || key === keys.recoverySet || key === keys.expirySet;
+  return key.startsWith(keys.recordPrefix) || key === keys.recoverySet || key === keys.expirySet || key === keys.sync;
 }
 
 /**

@@ -8,6 +8,7 @@ export {
   type EvictionCheck,
   RedisDriver,
   type RedisDriverOptions,
+  type RedisDurability,
   type RedisScriptClient,
 } from './driver.js';
 export { hashTagOf, type RedisEffect } from './effect.js';

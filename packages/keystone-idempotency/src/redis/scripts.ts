@@ -239,12 +239,17 @@ return redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARG
 `;
 
 /**
- * The eviction policy of the server that holds the store's slot (KEYS[1] routes it there on a cluster): INFO's
- * memory section, which a script may run where CONFIG is refused (ElastiCache renames or blocks CONFIG).
+ * What the store checks of the server that holds its slot (KEYS[1] routes it there on a cluster): its eviction policy
+ * and whether it keeps an append-only file, from INFO, which a script may run where CONFIG is refused (ElastiCache
+ * renames or blocks CONFIG). Reply: {maxmemory_policy or '', aof_enabled or ''}.
  */
-const EVICTION_POLICY = `#!lua flags=no-writes
-local info = redis.call('INFO', 'memory')
-return string.match(info, 'maxmemory_policy:([%w%-]+)') or ''
+const SERVER_SETTINGS = `#!lua flags=no-writes
+local memory = redis.call('INFO', 'memory')
+local persistence = redis.call('INFO', 'persistence')
+return {
+  string.match(memory, 'maxmemory_policy:([%w%-]+)') or '',
+  string.match(persistence, 'aof_enabled:(%d)') or '',
+}
 `;
 
 /** A script and its SHA-1, the name EVALSHA runs it by. */
@@ -264,5 +269,5 @@ export const SCRIPTS = {
   endLease: script('endLease', END_LEASE),
   read: script('read', READ),
   findDue: script('findDue', FIND_DUE),
-  evictionPolicy: script('evictionPolicy', EVICTION_POLICY),
+  serverSettings: script('serverSettings', SERVER_SETTINGS),
 } as const;

@@ -1,5 +1,5 @@
 import { ConfigurationError, DriverStore, type StoreLifetimeOptions } from '../engine/index.js';
-import { type EvictionCheck, RedisDriver, type RedisScriptClient } from './driver.js';
+import { type EvictionCheck, RedisDriver, type RedisDurability, type RedisScriptClient } from './driver.js';
 import { isReserved, type RedisEffect } from './effect.js';
 
 export interface RedisStoreOptions extends StoreLifetimeOptions {
@@ -12,11 +12,25 @@ export interface RedisStoreOptions extends StoreLifetimeOptions {
   readonly prefix?: string;
   /** What the store accepts of the server's `maxmemory-policy`, checked before its first command. Default `noeviction`. */
   readonly evictionCheck?: EvictionCheck;
+  /**
+   * How an acknowledged write survives a crash of the server, checked (or, with replicas, waited for) as the eviction
+   * policy is. Default `'fsync'`: `appendonly yes` with `appendfsync always`, or the store refuses to start.
+   */
+  readonly durability?: RedisDurability;
+  /**
+   * When the current call must have had its answer, in epoch ms (the invocation's end less the time it needs to
+   * answer), or undefined (then 10 s): a reply that has not come by then fails the call with a retryable
+   * `IdempotencyError`, and its connection is not used again.
+   */
+  readonly deadline?: () => number | undefined;
   /** Largest stored response (body plus headers, bytes). Default 1 MiB. */
   readonly maxResponseBytes?: number;
   /** Most effects one commit carries. Default 100. */
   readonly maxEffects?: number;
-  /** How many times a script is sent when the connection fails before its reply. Default 2. */
+  /**
+   * How many times a script is sent when its connection fails, or its reply does not come in its share of the call's
+   * time (a fresh connection for each). Default 2.
+   */
   readonly attempts?: number;
 }
 
@@ -43,13 +57,15 @@ export const DEFAULT_MAX_EFFECTS = 100;
  * counts it, plus the engine's read filter; an unfinished one has no TTL for eviction to act on, and one that is not
  * recoverable is deleted by a later claim once its `expiresAt` has passed.
  *
- * Eviction is the one thing a script can't fence: before its first command the store reads the server's
- * `maxmemory-policy` (INFO, through a script on the store's own shard) and refuses, with a `ConfigurationError`, a
- * policy that could evict its records (`evictionCheck`).
+ * Eviction and a crash are what a script can't fence: before its first command each store reads the `maxmemory-policy`
+ * and the persistence of the server that holds its slot, and refuses, with a `ConfigurationError`, a policy that could
+ * evict its records (`evictionCheck`) or a server that can lose a write it acknowledged (`durability`). Every call is
+ * bounded by its `deadline`.
  *
  * @example
- * const client = await createClient({ url: process.env.REDIS_URL }).connect();
- * const store = new RedisStore({ client });
+ * const client = createClient({ url: process.env.REDIS_URL, socket: { socketTimeout: 5000 }, pingInterval: 1000 });
+ * client.on('error', (error) => console.error('redis', error));
+ * const store = new RedisStore({ client: await client.connect() });
  * const outcome = await store.claim(scopedKey(scope), fingerprint(request));
  * if (outcome.kind === 'acquired') {
  *   await store.commit(outcome.lease, response, [{ incrBy: store.effectKey(`orders:${customer}`), by: 1 }]);

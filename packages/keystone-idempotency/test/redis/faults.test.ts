@@ -9,7 +9,7 @@ import { redisEngineCommands, testRedis } from '../support/redis';
  * does not send again (the caller sees an error and can't tell whether the write landed), and the server restarting
  * mid-operation. The server keeps an append-only file fsynced on every write, as a node with persistence does.
  */
-const redis = testRedis({ appendOnly: true });
+const redis = testRedis();
 const commands = redisEngineCommands();
 const created: StoredResponse = { statusCode: 201, body: '{"id":"pay_1"}', headers: {} };
 const newKey = () => scopedKey({ accountId: 'acct_faults', operation: 'POST /payments', key: randomUUID() });

@@ -107,6 +107,17 @@ describe('the eviction policy', () => {
     },
   );
 
+  it('is checked for each store, not once per client: a default store beside a volatile one is refused', async () => {
+    await redis.direct.configSet('maxmemory-policy', 'volatile-lru');
+    const client = await redis.newProxiedClient();
+    expect((await redis.store({ client, evictionCheck: 'volatile' }).claim(newKey(), 'fp')).kind).toBe('acquired');
+    await expect(redis.store({ client }).claim(newKey(), 'fp')).rejects.toThrow(/maxmemory-policy is volatile-lru/);
+    // Under another prefix (its own slot, on a cluster another shard): checked on its own as well.
+    await expect(redis.store({ client, prefix: `other-${randomUUID()}` }).get(newKey())).rejects.toThrow(
+      ConfigurationError,
+    );
+  });
+
   it("accepts volatile-* when told to (evictionCheck: 'volatile'), and anything with 'skip'", async () => {
     await redis.direct.configSet('maxmemory-policy', 'volatile-lru');
     const client = await redis.newProxiedClient();
@@ -117,12 +128,18 @@ describe('the eviction policy', () => {
   });
 
   it('reads it on a server whose CONFIG is renamed away (as ElastiCache blocks it): INFO, in a script', async () => {
-    const server = await startRedisLocal({ settings: { 'rename-command': ['CONFIG', ''] } });
+    const server = await startRedisLocal({
+      settings: { 'rename-command': ['CONFIG', ''], 'maxmemory-policy': 'allkeys-lru' },
+    });
     const client = await redisClient(server.url);
     try {
       await expect(client.configGet('maxmemory-policy')).rejects.toThrow(/unknown command/i);
-      const s = new RedisStore({ client, leaseSeconds: 30 });
-      expect((await s.claim(newKey(), 'fp')).kind).toBe('acquired');
+      // Its appendfsync can't be read there (durability.test.ts): told the server is vouched for, the store still
+      // reads the eviction policy, and refuses this one.
+      const s = new RedisStore({ client, leaseSeconds: 30, durability: 'unchecked' });
+      await expect(s.claim(newKey(), 'fp')).rejects.toThrow(/maxmemory-policy is allkeys-lru/);
+      const skipped = new RedisStore({ client, leaseSeconds: 30, durability: 'unchecked', evictionCheck: 'skip' });
+      expect((await skipped.claim(newKey(), 'fp')).kind).toBe('acquired');
     } finally {
       await client.close();
       await server.stop();

@@ -7,11 +7,12 @@ import { RedisStore, type RedisStoreOptions } from '../../src/redis';
 import { SCRIPTS } from '../../src/redis/scripts';
 
 /**
- * Reconnects at once, for five seconds (a server restarting), then gives up: a client left reconnecting to a server
- * or proxy that is gone (the fresh copies the store makes of a client whose connection went silent, say) must not
- * keep the test's process alive.
+ * Reconnects at once, for five seconds (a server restarting), then gives up, and not at all once the file's server
+ * is stopping: a client left reconnecting to a server or proxy that is gone (the fresh copies the store makes of a
+ * client whose connection went silent, which inherit this strategy) must not keep the test's process alive.
  */
-const reconnectStrategy = (retries: number) => (retries < 250 ? 20 : false);
+let stopping = false;
+const reconnectStrategy = (retries: number) => (!stopping && retries < 250 ? 20 : false);
 const newClient = (url: string, socket: { socketTimeout?: number } = {}) =>
   createClient({ url, socket: { reconnectStrategy, ...socket } });
 export type RedisClient = ReturnType<typeof newClient>;
@@ -50,6 +51,7 @@ export function testRedis(options: { appendOnly?: boolean } = {}) {
     proxied = await redisClient(proxy.url);
   });
   afterAll(async () => {
+    stopping = true;
     // Destroyed, not closed: a client whose connection a test made silent would wait for its reply for ever.
     for (const client of [direct, proxied, ...extra]) client?.destroy();
     await proxy?.close();
