@@ -11,7 +11,12 @@ import { withInvocationDeadline } from '../lib/runtime/deadline';
 import { numberEnv } from '../lib/runtime/env';
 import { publishMetrics, serviceMetrics } from '../lib/runtime/metrics';
 import { tracing } from '../lib/runtime/tracing';
-import { COMPLETER_CONCURRENCY, COMPLETER_PAGE_SIZE, COMPLETER_STOP_MARGIN_MS } from '../lib/timing/timing';
+import {
+  COMPLETER_CONCURRENCY,
+  COMPLETER_PAGE_SIZE,
+  COMPLETER_STOP_MARGIN_MS,
+  DEFAULT_CALL_TIMEOUTS_MS,
+} from '../lib/timing/timing';
 
 /**
  * The completer, on a schedule: the backstop for payments whose client never came back and whose processor event
@@ -40,7 +45,7 @@ const orders = orderRecovery({
  * Stop taking operations once one more might not finish its processor lookup. A run cut short is harmless (the
  * operation it held stays due, and comes back once recovery's own lease runs out), so the margin is only a courtesy.
  */
-const marginMs = numberEnv('PROCESSOR_TIMEOUT_MS', 8000) + COMPLETER_STOP_MARGIN_MS;
+const marginMs = numberEnv('PROCESSOR_TIMEOUT_MS', DEFAULT_CALL_TIMEOUTS_MS.processor) + COMPLETER_STOP_MARGIN_MS;
 
 async function completeAbandonedPayments(_event: ScheduledEvent, context: Context): Promise<RecoveryReport> {
   const startedAt = Date.now();

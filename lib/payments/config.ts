@@ -2,6 +2,7 @@ import { ConfigurationError, type IdempotencyStore } from 'keystone-idempotency/
 import type { OrdersRepository } from '../orders/repository';
 import type { documentClient } from '../runtime/clients';
 import { numberEnv, requireEnv } from '../runtime/env';
+import { DEFAULT_CALL_TIMEOUTS_MS } from '../timing/timing';
 import type { ApiKeyDirectory } from './api-keys';
 import { dynamoDbData } from './data-dynamodb';
 import { postgresData } from './data-postgres';
@@ -74,6 +75,6 @@ const built = new WeakMap<Env, ServiceData<unknown>>();
 export function processorClient(env: Env = process.env): ProcessorClient {
   return new ProcessorClient({
     baseUrl: requireEnv('PROCESSOR_URL', env),
-    timeoutMs: numberEnv('PROCESSOR_TIMEOUT_MS', 8000, env),
+    timeoutMs: numberEnv('PROCESSOR_TIMEOUT_MS', DEFAULT_CALL_TIMEOUTS_MS.processor, env),
   });
 }

@@ -1,5 +1,6 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { numberEnv, requireEnv } from '../runtime/env';
+import { DEFAULT_CALL_TIMEOUTS_MS } from '../timing/timing';
 import { MailerClient } from './mailer-client';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -27,6 +28,6 @@ export function settlementDeadLetterUrl(env: Env = process.env): string {
 export function mailerClient(env: Env = process.env): MailerClient {
   return new MailerClient({
     baseUrl: requireEnv('MAILER_URL', env),
-    timeoutMs: numberEnv('MAILER_TIMEOUT_MS', 5000, env),
+    timeoutMs: numberEnv('MAILER_TIMEOUT_MS', DEFAULT_CALL_TIMEOUTS_MS.mailer, env),
   });
 }

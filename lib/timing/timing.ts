@@ -29,6 +29,26 @@ export const SETTLEMENT_SHORT_RETRIES = 2;
  */
 export const SETTLEMENT_RECEIVES_NEEDED = SETTLEMENT_SHORT_RETRIES + 2;
 
+/** The outside systems the service calls, each with its own HTTP timeout setting. */
+export type OutsideSystem = 'processor' | 'warehouse' | 'mailer';
+
+/**
+ * Each outside system's HTTP timeout where no setting gives one (`PROCESSOR_TIMEOUT_MS`, `WAREHOUSE_TIMEOUT_MS`,
+ * `MAILER_TIMEOUT_MS`); the deployed environments set theirs (lib/infra/environments.ts).
+ */
+export const DEFAULT_CALL_TIMEOUTS_MS: Readonly<Record<OutsideSystem, number>> = {
+  processor: 8_000,
+  warehouse: 5_000,
+  mailer: 5_000,
+};
+
+/**
+ * How long after its client gave up a booking may still land at the warehouse (its queue and its processing), where
+ * `WAREHOUSE_PROCESSING_WINDOW_MS` sets none: until the client's timeout plus this has passed since a booking was
+ * sent, a lookup that finds nothing proves nothing.
+ */
+export const DEFAULT_WAREHOUSE_PROCESSING_WINDOW_MS = 30_000;
+
 /** A function that runs under an idempotency lease (or next to ones that do), and what invokes it. */
 export interface TimedFunction {
   readonly name: string;

@@ -26,7 +26,11 @@ const API_KEY = 'sk_test_orders';
 const OTHER_KEY = 'sk_test_orders_other';
 const ACCOUNT = 'acct_orders';
 const API_KEYS = { [API_KEY]: ACCOUNT, [OTHER_KEY]: 'acct_orders_other' };
-const main = e2eStack({ name: 'orders', apiKeys: API_KEYS, settings: { PROCESSOR_TIMEOUT_MS: '1500' } });
+const main = e2eStack({
+  name: 'orders',
+  apiKeys: API_KEYS,
+  settings: { PROCESSOR_TIMEOUT_MS: '1500', WAREHOUSE_TIMEOUT_MS: '1500' },
+});
 const crashes = e2eStack({
   name: 'orders-crash',
   apiKeys: API_KEYS,
@@ -36,6 +40,7 @@ const crashes = e2eStack({
     API_FUNCTION_TIMEOUT_MS: '2500',
     CONSUMER_FUNCTION_TIMEOUT_MS: '2500',
     PROCESSOR_TIMEOUT_MS: '1500',
+    WAREHOUSE_TIMEOUT_MS: '1500',
     MAILER_TIMEOUT_MS: '1000',
     COMPLETER_INTERVAL_SECONDS: '1',
   },
@@ -387,4 +392,22 @@ describe('POST /orders refuses at the door what an outside system would refuse l
       await expectRefusedAtTheDoor({ ...widgets, email }, 'email');
     },
   );
+});
+
+describe('a warehouse that does not answer in time', () => {
+  it('answers 504 (a timeout, not 502), and the retry after the booking landed finds it: one of each', async () => {
+    const key = randomUUID();
+    await fault({ mode: 'delay', ms: 3000, target: 'shipments' });
+    const first = await order(key);
+    // Before: 502, as the warehouse client never said its call had timed out.
+    expect(first.status).toBe(504);
+    expect(first.headers.get('retry-after')).not.toBeNull();
+    expect(await first.json()).toMatchObject({ type: expect.stringMatching(/warehouse-unavailable$/), status: 504 });
+    const orderId = chargesForKey(key)[0]!.metadata.order_id!;
+    await eventually(
+      () => e2e.sandbox.shipments().filter((shipment) => shipment.reference === orderId),
+      (booked) => booked.length === 1,
+    );
+    await expectOrderedOnce(key, await orderUntilAnswered(key));
+  });
 });
