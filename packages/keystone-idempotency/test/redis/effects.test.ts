@@ -7,7 +7,7 @@ import {
   scopedKey,
 } from '../../src/engine';
 import type { RedisEffect, RedisStore } from '../../src/redis';
-import { testRedis } from '../support/redis';
+import { redisEngineCommands, testRedis } from '../support/redis';
 
 /**
  * A commit's effects all or nothing, on a real redis-server. A Lua script can't roll back: a command that fails half
@@ -257,5 +257,23 @@ describe('three calls of one makeIdempotent key', () => {
     expect(await redis.direct.exists([k, count])).toBe(0);
     // The engine gives the key back after a refused commit: each retry runs under the first attempt's downstream key.
     expect(downstreamKeys.size).toBe(1);
+  });
+});
+
+describe('a commit whose effects run whole only in order, its reply lost', () => {
+  it('sent again, it meets its own completion: the effects are there once', async () => {
+    const s = redis.store({ attempts: 2 });
+    const key = newKey();
+    const lease = await acquire(s, key);
+    const k = s.effectKey(`k:${randomUUID()}`);
+    await redis.direct.hSet(k, 'f', '1');
+    const lost = redis.proxy.arm({ match: redisEngineCommands().commit(key), fault: { mode: 'drop-reply' }, count: 1 });
+    await s.commit(lease, created, [
+      { set: k, value: '5' },
+      { incrBy: k, by: 1 },
+      { incrBy: k, by: 1 },
+    ]);
+    expect(lost.fired()).toBe(1);
+    expect(await redis.direct.get(k)).toBe('7'); // not 9: the second sending wrote nothing
   });
 });

@@ -88,6 +88,40 @@ describe('expiry', () => {
     expect(await redis.direct.exists(s.recordKey(recoverable))).toBe(1);
     expect(await redis.direct.zScore(redis.key('expiry'), later)).not.toBeNull();
   });
+
+  it('sweeps the record of a key with braces, separators and a character outside the BMP, and only that one', async () => {
+    const clock = new FakeClock(Date.now());
+    const s = redis.store({ clock, ttlSeconds: 60 });
+    const odd = (suffix: string) =>
+      scopedKey({ accountId: 'acct_{redis}', operation: 'POST /a:b', key: `{x}:record:🦄|${suffix}`.padEnd(255, 'é') });
+    const forgotten = odd('1');
+    const neighbour = odd('2');
+    await acquire(s, forgotten);
+    clock.advance(61_000);
+    await acquire(s, neighbour); // sweeps the forgotten one
+    expect(await redis.direct.exists(s.recordKey(forgotten))).toBe(0);
+    expect(await s.get(neighbour)).toMatchObject({ status: 'IN_PROGRESS' });
+  });
+
+  it('N duplicates racing for a lapsed claim: exactly one owner, and no sweep deletes the new owner', async () => {
+    const clock = new FakeClock(Date.now());
+    const s = redis.store({ clock, ttlSeconds: 60 });
+    const key = newKey();
+    const first = await acquire(s, key);
+    clock.advance(61_000);
+    const others = Array.from({ length: 10 }, newKey);
+    const outcomes = await Promise.all([
+      ...Array.from({ length: 20 }, () => s.claim(key, 'fp')),
+      ...others.map((other) => s.claim(other, 'fp')), // each a claim that sweeps
+    ]);
+    const owners = outcomes.slice(0, 20).filter((outcome) => outcome.kind === 'acquired');
+    expect(owners).toHaveLength(1);
+    const owner = owners[0]!.kind === 'acquired' ? owners[0]!.lease : undefined;
+    expect(owner?.downstreamKey).not.toBe(first.downstreamKey); // past its expiry: a new generation
+    expect(await s.get(key)).toMatchObject({ status: 'IN_PROGRESS', leaseToken: owner?.leaseToken });
+    await s.commit(owner!, created);
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay' });
+  });
 });
 
 describe('the eviction policy', () => {
