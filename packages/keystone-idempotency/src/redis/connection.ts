@@ -97,7 +97,7 @@ export function stateOf(client: RedisScriptClient): ClientState {
  * A call's time: until its deadline, and never more than {@link CALL_TIMEOUT_MS} (a script runs in well under a
  * millisecond; ten seconds without a reply is a connection that will not answer).
  */
-export const CALL_TIMEOUT_MS = 10_000;
+const CALL_TIMEOUT_MS = 10_000;
 
 export function callEnd(deadline: number | undefined): number {
   const cap = Date.now() + CALL_TIMEOUT_MS;
