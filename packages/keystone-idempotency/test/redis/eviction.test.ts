@@ -54,13 +54,14 @@ describe.each(['volatile-ttl', 'volatile-lru'])('under maxmemory-policy %s and m
       expect(await redis.direct.exists(s.recordKey(key))).toBe(1);
       expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'in_flight' }); // the duplicate
     }
-    // The owners finish: each completion lands, and from then on the record carries its TTL like any cache key.
+    // The pressure over, the owners finish: each completion lands, and from then on the record carries its TTL like
+    // any cache key (evictable under this policy: what 'volatile' accepts).
+    await redis.direct.configSet('maxmemory', '0');
     for (const lease of leases) await s.commit(lease, created);
     for (const key of [plain, recoverable]) {
       expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'replay', response: created });
       expect(await redis.direct.pTTL(s.recordKey(key))).toBeGreaterThan(50_000);
     }
-    await redis.direct.configSet('maxmemory', '0');
     await redis.direct.flushAll();
   });
 });
