@@ -135,7 +135,7 @@ export class StepRunner<TEffect> {
     let outcome: StepOutcome = 'ran';
     if (entry?.state === StepState.Started && options.resolve) {
       const context = this.context(name);
-      const lookup = await this.observed(name, () => options.resolve!(context.handle));
+      const lookup = await this.observed(name, () => options.resolve!(context.handle), context);
       if ('found' in lookup) {
         await this.observed(name, () => this.write(name, StepState.Done, lookup.found, context.close()));
         this.observe(name, 'found');
@@ -153,11 +153,15 @@ export class StepRunner<TEffect> {
     }
     if (options.resolve) await this.markStarted(name, options.landsWithinMs);
     const context = this.context(name);
-    const result = await this.observed(name, async () => {
-      const value = await run(context.handle);
-      await this.write(name, StepState.Done, value, context.close());
-      return value;
-    });
+    const result = await this.observed(
+      name,
+      async () => {
+        const value = await run(context.handle);
+        await this.write(name, StepState.Done, value, context.close());
+        return value;
+      },
+      context,
+    );
     this.observe(name, outcome);
     return this.done(name, result, options);
   }
@@ -285,9 +289,14 @@ export class StepRunner<TEffect> {
 
   /**
    * Runs `work`, counting a throw as the step's `failed` outcome, or `refused`: a refusal is recorded in the record
-   * before it goes on, so no later attempt runs the step again.
+   * before it goes on, with the writes the refused step staged (its record of the refusal), so that no later attempt
+   * runs the step again.
    */
-  private async observed<T>(name: string, work: () => Promise<T>): Promise<T> {
+  private async observed<T>(
+    name: string,
+    work: () => Promise<T>,
+    context?: { close: () => readonly TEffect[] },
+  ): Promise<T> {
     try {
       return await work();
     } catch (error) {
@@ -299,7 +308,8 @@ export class StepRunner<TEffect> {
       // The refusal is the step's, whatever name its thrower gave it.
       const refusal =
         error.step === name ? error : new StepRefusedError(name, error.message, { ...refusalParts(error) });
-      await this.write(name, StepState.Refused, refusal.response ? storableResponse(refusal.response) : null, []);
+      const response = refusal.response ? storableResponse(refusal.response) : null;
+      await this.write(name, StepState.Refused, response, context?.close() ?? []);
       throw refusal;
     }
   }

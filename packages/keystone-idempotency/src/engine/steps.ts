@@ -28,8 +28,9 @@ export const StepState = {
   Compensated: 'compensated',
   /**
    * Its outside system refused it for good (it threw `StepRefusedError`): the operation can never finish. Its
-   * `result` is the refusal's response (null without one). Once a step is refused, no step runs again in this
-   * generation: every attempt goes on compensating the steps done, then stores the response.
+   * `result` is the refusal's response (null without one); what the step staged before it threw (its own record of
+   * the refusal) commits with this entry. Once a step is refused, no step runs again in this generation: every attempt
+   * goes on compensating the steps done, then stores the response.
    */
   Refused: 'refused',
 } as const;

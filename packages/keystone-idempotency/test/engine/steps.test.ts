@@ -374,8 +374,9 @@ describe.each(storeHarnesses)('an operation refused for good, on %s', (_name, ha
           },
         );
       }
-      await handle.step('notify', async () => {
+      await handle.step('notify', async (step) => {
         runs.push('notify');
+        step.stage(h.effect(key, 'notify-refused')); // the step's own record of the refusal: commits with it
         throw new StepRefusedError('notify', 'mailbox refused', { response: refusal });
       });
       return created;
@@ -414,7 +415,7 @@ describe.each(storeHarnesses)('an operation refused for good, on %s', (_name, ha
     // Nothing ran again: only the compensations left, each once, in reverse.
     expect(runs).toEqual(['undo charge (charge-done)', 'undo reserve (reserve-done)']);
     expect(await s.get(key)).toMatchObject({ status: RecordStatus.Completed, response: refusal });
-    expect(await h.rowsUnder(key)).toBe(6); // three steps and three undos, each once
+    expect(await h.rowsUnder(key)).toBe(7); // three steps, the refusal's own row and three undos, each once
     expect((await recoverDue(s, verdict, { logger: quiet })).due).toBe(0);
   });
 
@@ -462,7 +463,7 @@ describe.each(storeHarnesses)('an operation refused for good, on %s', (_name, ha
       'undo charge (charge-done)',
       'undo reserve (reserve-done)',
     ]);
-    expect(await h.rowsUnder(key)).toBe(6);
+    expect(await h.rowsUnder(key)).toBe(7); // three steps, the refusal's own row and three undos
   });
 
   it('goes on compensating after a crash in the middle of it: the lease runs out, recovery takes it up', async () => {
