@@ -32,6 +32,9 @@ export interface BrokenDriver {
 
 const DAY_MS = 24 * 3_600_000;
 
+/** Text as a database that stores it as UTF-8 gives it back: a lone surrogate becomes U+FFFD. */
+const utf8 = (text: string) => Buffer.from(text).toString();
+
 type Write<M extends 'putFresh' | 'takeOver' | 'commit' | 'checkpoint' | 'endLease' | 'commitOneShot'> = Parameters<
   MemoryDriver[M]
 >[0];
@@ -398,6 +401,21 @@ export const brokenDrivers: readonly BrokenDriver[] = [
       })(),
   },
   {
+    name: 'commit keeps a header’s lone surrogate as U+FFFD (its text sent as UTF-8)',
+    method: 'commit',
+    dropped: 'completes the record (…, response): the response kept as given',
+    killedBy: [
+      `${commit}replays a response holding a NUL and lone surrogates: headers exactly, the body as the same UTF-8`,
+    ],
+    make: () =>
+      new (class extends MemoryDriver {
+        override async commit(write: Write<'commit'>) {
+          const headers = Object.fromEntries(Object.entries(write.response.headers).map(([n, v]) => [n, utf8(v)]));
+          return super.commit({ ...write, response: { ...write.response, headers } });
+        }
+      })(),
+  },
+  {
     name: 'maxEffects promises more than one transaction carries',
     method: 'maxEffects',
     dropped: 'the most effects one commit can carry in the transaction with the key’s write',
@@ -436,6 +454,19 @@ export const brokenDrivers: readonly BrokenDriver[] = [
         override async checkpoint(write: Write<'checkpoint'>) {
           const fenced = (current: IdempotencyRecord | undefined) => holds(current, write.lease);
           return this.transact(write.lease.key, fenced, (c) => ({ ...c!, progress: write.progress }), write.effects);
+        }
+      })(),
+  },
+  {
+    name: 'checkpoint keeps a step result’s lone surrogate as U+FFFD (its text sent as UTF-8)',
+    method: 'checkpoint',
+    dropped: 'sets the record’s progress to `progress`: the step results kept as given',
+    killedBy: [`${steps}gives results holding a NUL and lone surrogates back exactly to the owner that takes over`],
+    make: () =>
+      new (class extends MemoryDriver {
+        override async checkpoint(write: Write<'checkpoint'>) {
+          const progress = JSON.parse(JSON.stringify(write.progress), (_, v) => (typeof v === 'string' ? utf8(v) : v));
+          return super.checkpoint({ ...write, progress });
         }
       })(),
   },

@@ -8,7 +8,7 @@ import {
 } from '../../engine/errors.js';
 import { RecordStatus, type StoredResponse } from '../../engine/record.js';
 import { assertMatches, rejection } from '../match.js';
-import { acquire, type Contract, created, newKey } from './context.js';
+import { acquire, type Contract, created, newKey, ODD_TEXT } from './context.js';
 
 /** The commit with effects: all or nothing, within the limits, the response kept byte for byte. */
 export function describeCommit<TEffect>(contract: Contract<TEffect>): void {
@@ -107,6 +107,26 @@ export function describeCommit<TEffect>(contract: Contract<TEffect>): void {
       const replay = await s.claim(key, 'fp');
       assert.equal(replay.kind, 'replay');
       if (replay.kind === 'replay') assert.deepStrictEqual({ ...replay.response }, odd);
+    });
+
+    it('replays a response holding a NUL and lone surrogates: headers exactly, the body as the same UTF-8', async () => {
+      const s = store();
+      for (const odd of ODD_TEXT) {
+        const key = newKey();
+        const sent: StoredResponse = {
+          statusCode: 201,
+          body: `{"note":"${odd}"}${odd}`,
+          headers: { 'X-Note': odd, [`X-${odd}`]: 'name' },
+        };
+        await s.commit(await acquire(s, key), sent);
+        const replay = await s.claim(key, 'fp');
+        if (replay.kind !== 'replay') assert.fail(`${JSON.stringify(odd)}: the second claim answered ${replay.kind}`);
+        assert.deepStrictEqual({ ...replay.response.headers }, sent.headers, `${JSON.stringify(odd)}: headers`);
+        assert.ok(
+          Buffer.from(replay.response.body).equals(Buffer.from(sent.body)),
+          `${JSON.stringify(odd)}: body ${JSON.stringify(replay.response.body)}`,
+        );
+      }
     });
 
     it('keeps a binary (base64-encoded) response as it was stored', async () => {

@@ -18,6 +18,13 @@ export const created: StoredResponse = {
   headers: { 'Content-Type': 'application/json' },
 };
 
+/**
+ * Text a store must not alter: a NUL, lone surrogates (high, low, between characters) and a well-formed pair. Step
+ * results and response headers come back exactly; a response body comes back as the same UTF-8 bytes, which is what
+ * an HTTP response of it carries (a lone surrogate is no character: every encoder writes U+FFFD for it).
+ */
+export const ODD_TEXT: readonly string[] = ['\u0000', '\ud800', '\udfff', 'a\ud800b', '\ud83d\ude00'];
+
 export const newKey = (account = 'acct_1') =>
   scopedKey({ accountId: account, operation: 'POST /payments', key: randomUUID() });
 

@@ -14,7 +14,7 @@ import { type IdempotencyRecord, type Lease, RecordStatus } from '../../engine/r
 import { DEFAULT_MAX_STEPS, StepState } from '../../engine/steps.js';
 import { ManualClock } from '../manual-clock.js';
 import { assertMatches, rejection } from '../match.js';
-import { acquire, acquireRecoverable, type Contract, created, LEASE_MS, newKey } from './context.js';
+import { acquire, acquireRecoverable, type Contract, created, LEASE_MS, newKey, ODD_TEXT } from './context.js';
 
 /** Recovery points (steps): checkpoints with their effects, resumed, fenced, limited. */
 export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
@@ -93,6 +93,29 @@ export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
       await resumed.commit(created);
       assert.equal(await h.rowsUnder(key), 1);
     });
+
+    stepIt(
+      'gives results holding a NUL and lone surrogates back exactly to the owner that takes over',
+      async (s, clock) => {
+        const key = newKey();
+        const first = operation(s, await acquire(s, key));
+        const results = ODD_TEXT.map((odd) => ({ [odd]: [odd, `${odd}${odd}`] }));
+        for (const [i, result] of results.entries()) {
+          assert.deepStrictEqual(await first.handle.step(`s${i}`, async () => result), result);
+        }
+        assert.deepStrictEqual(
+          (await stored(key, s))?.progress?.steps.map((step) => step.result),
+          results,
+        );
+        // Crash: the next owner reads every result from the store.
+        clock.advance(LEASE_MS + 1);
+        const resumed = operation(s, await acquire(s, key));
+        for (const [i, result] of results.entries()) {
+          const again = await resumed.handle.step(`s${i}`, async () => assert.fail(`step s${i} ran again`));
+          assert.deepStrictEqual(again, result, `step s${i}`);
+        }
+      },
+    );
 
     stepIt('runs a deduping step that crashed inside again, under the same step key', async (s, clock) => {
       const key = newKey();
