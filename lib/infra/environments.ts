@@ -8,6 +8,7 @@ import {
   type RecoveryMetricName,
 } from '../metrics/definitions';
 import { STORE_KINDS, type StoreKind } from '../payments/store-kind';
+import { DEFAULT_CALL_TIMEOUTS_MS, DEFAULT_WAREHOUSE_PROCESSING_WINDOW_MS } from '../timing/timing';
 
 /** The deployable environments. Each one is its own stack (`Keystone-<name>`), its own tables and its own API. */
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
@@ -132,14 +133,28 @@ export interface EnvironmentConfig {
   readonly timeouts: {
     /** Functions behind API Gateway routes. */
     readonly apiFunctionSeconds: number;
+    /**
+     * Route functions that need longer than `apiFunctionSeconds`, by construct id: their outside calls, one after
+     * another, don't fit in it (the timing check adds them up, lib/timing).
+     */
+    readonly longerRouteFunctionSeconds: Readonly<Record<string, number>>;
     /** How long API Gateway waits for an API function before answering 504. */
     readonly apiIntegrationSeconds: number;
     readonly authorizerSeconds: number;
     readonly queueConsumerSeconds: number;
     /** The scheduled completer (each operation it recovers takes one processor lookup and one commit). */
     readonly completerSeconds: number;
-    /** The payments function's HTTP timeout towards the processor (`PROCESSOR_TIMEOUT_MS`). */
+    /** The HTTP timeout of each call to the processor (`PROCESSOR_TIMEOUT_MS`). */
     readonly processorMilliseconds: number;
+    /** The HTTP timeout of each call to the warehouse (`WAREHOUSE_TIMEOUT_MS`). */
+    readonly warehouseMilliseconds: number;
+    /** The HTTP timeout of each call to the mailer (`MAILER_TIMEOUT_MS`). */
+    readonly mailerMilliseconds: number;
+    /**
+     * How long after its client gave up a booking may still land at the warehouse (`WAREHOUSE_PROCESSING_WINDOW_MS`):
+     * until its timeout plus this has passed, an order's lookup that finds no booking proves nothing.
+     */
+    readonly warehouseProcessingWindowMilliseconds: number;
   };
   /** Stage-wide API Gateway throttling (token bucket: steady requests per second, and burst). */
   readonly throttling: { readonly rateLimit: number; readonly burstLimit: number };
@@ -261,11 +276,16 @@ const shared = {
   idempotency: { leaseSeconds: 90, ttlSeconds: DEFAULT_TTL_SECONDS, recoveryPeriodMinutes: 1 },
   timeouts: {
     apiFunctionSeconds: 12,
+    // An order charges (8 s), books (5 s), confirms (5 s) and may refund (8 s), one after another: 26 s, and its writes.
+    longerRouteFunctionSeconds: { OrdersCreate: 28 },
     apiIntegrationSeconds: 10,
     authorizerSeconds: 5,
     queueConsumerSeconds: 30,
     completerSeconds: 60,
-    processorMilliseconds: 8_000,
+    processorMilliseconds: DEFAULT_CALL_TIMEOUTS_MS.processor,
+    warehouseMilliseconds: DEFAULT_CALL_TIMEOUTS_MS.warehouse,
+    mailerMilliseconds: DEFAULT_CALL_TIMEOUTS_MS.mailer,
+    warehouseProcessingWindowMilliseconds: DEFAULT_WAREHOUSE_PROCESSING_WINDOW_MS,
   },
   apiGatewayLoggingRole: 'account-stack',
   api: 'rest',
@@ -325,6 +345,14 @@ function outcomeAlarms(takeovers: number, completedWithoutClient = 3): OutcomeAl
         'An order (a multi-step operation) was given up with steps done and none undone: a step was refused for good ' +
         'after others had run (stock reserved, a card charged, a shipment booked) and no compensation was declared. ' +
         "Recovery's log names the key and its steps: finish or undo them by hand.",
+    },
+    {
+      metric: RecoveryMetric.compensationStuck,
+      threshold: 1,
+      meaning:
+        'An order refused after its charge could not be undone: its compensation (the refund, giving the stock back) ' +
+        'has failed five times or more since the refusal, and recovery keeps trying, backed off up to an hour. ' +
+        "Recovery's log names the key and the error: see why the processor refuses or fails the refund.",
     },
   ];
 }

@@ -9,6 +9,7 @@ import {
 import { jsonObjectModel, type RequestModel } from '../openapi/request-models';
 import { idempotencyTable, paymentsTable, type TableDefinition } from '../tables/definitions';
 import type { SqlAccess } from '../tables/postgres-access';
+import type { OutsideSystem } from '../timing/timing';
 
 /**
  * The DynamoDB actions a function can be granted on one of the service's own tables. Scan, Query, BatchWriteItem
@@ -87,7 +88,10 @@ export const FunctionEnv = {
   processorUrl: 'PROCESSOR_URL',
   processorTimeoutMs: 'PROCESSOR_TIMEOUT_MS',
   mailerUrl: 'MAILER_URL',
+  mailerTimeoutMs: 'MAILER_TIMEOUT_MS',
   warehouseUrl: 'WAREHOUSE_URL',
+  warehouseTimeoutMs: 'WAREHOUSE_TIMEOUT_MS',
+  warehouseProcessingWindowMs: 'WAREHOUSE_PROCESSING_WINDOW_MS',
   leaseSeconds: 'IDEMPOTENCY_LEASE_SECONDS',
   ttlSeconds: 'IDEMPOTENCY_TTL_SECONDS',
   serviceName: 'POWERTOOLS_SERVICE_NAME',
@@ -95,11 +99,8 @@ export const FunctionEnv = {
   logLevel: 'LOG_LEVEL',
 } as const;
 
-/**
- * A downstream service whose URL (and, for the processor and the warehouse, the processor's HTTP timeout) a function
- * is given.
- */
-export type Downstream = 'processor' | 'mailer' | 'warehouse';
+/** A downstream service whose URL and HTTP timeout (and, for the warehouse, its processing window) a function is given. */
+export type Downstream = OutsideSystem;
 
 /** One Lambda function: its code, how it is invoked, and exactly what it may touch. */
 export interface FunctionSpec {
@@ -127,6 +128,11 @@ export interface FunctionSpec {
   readonly movesSettlements?: boolean;
   /** Reads the processor's webhook signing secret (its ARN in the environment). */
   readonly readsWebhookSecret?: boolean;
+  /**
+   * The outside calls one invocation makes, one after another, at its longest (a system twice if it may call it
+   * twice): the function is given each one's URL and timeout, and the timing check adds the timeouts up against the
+   * function's own (lib/timing).
+   */
   readonly calls?: readonly Downstream[];
   /**
    * The custom metrics the function publishes: its `service` dimension and the metric names. Alarms and the
@@ -145,6 +151,13 @@ const httpIdempotencyMetrics = (service: MetricServiceName): FunctionMetrics => 
   service,
   names: Object.values(IdempotencyMetric),
 });
+
+/**
+ * What an order's run may call, one after another, at its longest: the processor (the charge), the warehouse (the
+ * booking; a retry's lookup and booking take no longer while its timeout is under the processor's), the mailer (the
+ * confirmation), and the processor again (a refund, when a step after the charge is refused).
+ */
+const ORDER_CALLS: readonly Downstream[] = ['processor', 'warehouse', 'mailer', 'processor'];
 
 /**
  * The payments service's functions. Adding one is adding an entry here: the stack derives its role, log group,
@@ -210,7 +223,8 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       // SELECT: the stock is read before it is reserved, and UPDATE ... WHERE reads the row it changes.
       { table: 'inventory', privileges: ['SELECT', 'UPDATE'] },
     ],
-    calls: ['processor', 'warehouse', 'mailer'],
+    // The charge, the booking (or its lookup), the confirmation, and a refund when a step after the charge is refused.
+    calls: ORDER_CALLS,
     metrics: httpIdempotencyMetrics(MetricService.orders),
   },
   {
@@ -311,7 +325,8 @@ export const serviceFunctions: readonly FunctionSpec[] = [
       { table: 'reservations', privileges: ['UPDATE'] },
       { table: 'inventory', privileges: ['SELECT', 'UPDATE'] },
     ],
-    calls: ['processor', 'warehouse', 'mailer'],
+    // A payment's lookup, or an order driven forward: the order's calls.
+    calls: ORDER_CALLS,
     metrics: {
       service: MetricService.recovery,
       names: [...Object.values(RecoveryMetric), ...Object.values(StepMetric)],

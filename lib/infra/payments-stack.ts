@@ -230,14 +230,19 @@ export class PaymentsStack extends Stack {
       environment[FunctionEnv.settlementDeadLetterUrl] = this.settlement.deadLetterQueue.queueUrl;
     }
     if (spec.readsWebhookSecret) environment[FunctionEnv.webhookSecretArn] = this.webhookSecret.secretArn;
+    const { timeouts } = config;
     if (spec.calls?.includes('processor')) {
       environment[FunctionEnv.processorUrl] = config.processorUrl;
-      environment[FunctionEnv.processorTimeoutMs] = String(config.timeouts.processorMilliseconds);
+      environment[FunctionEnv.processorTimeoutMs] = String(timeouts.processorMilliseconds);
     }
-    if (spec.calls?.includes('mailer')) environment[FunctionEnv.mailerUrl] = config.mailerUrl;
+    if (spec.calls?.includes('mailer')) {
+      environment[FunctionEnv.mailerUrl] = config.mailerUrl;
+      environment[FunctionEnv.mailerTimeoutMs] = String(timeouts.mailerMilliseconds);
+    }
     if (spec.calls?.includes('warehouse')) {
       environment[FunctionEnv.warehouseUrl] = config.warehouseUrl;
-      environment[FunctionEnv.processorTimeoutMs] = String(config.timeouts.processorMilliseconds);
+      environment[FunctionEnv.warehouseTimeoutMs] = String(timeouts.warehouseMilliseconds);
+      environment[FunctionEnv.warehouseProcessingWindowMs] = String(timeouts.warehouseProcessingWindowMilliseconds);
     }
     return environment;
   }

@@ -1,4 +1,5 @@
 import {
+  callChainViolations,
   recoveryThroughput,
   type TimedFunction,
   type Timings,
@@ -24,7 +25,7 @@ export const SETTLEMENT_MAX_RECEIVE_COUNT = 5;
 export function functionTimeoutSeconds(spec: FunctionSpec, config: EnvironmentConfig): number {
   switch (spec.trigger.kind) {
     case 'route':
-      return config.timeouts.apiFunctionSeconds;
+      return config.timeouts.longerRouteFunctionSeconds[spec.id] ?? config.timeouts.apiFunctionSeconds;
     case 'authorizer':
       return config.timeouts.authorizerSeconds;
     case 'settlement-queue':
@@ -46,6 +47,8 @@ export function timingsOf(config: EnvironmentConfig, specs: readonly FunctionSpe
     ttlMs: config.idempotency.ttlSeconds * 1000,
     apiIntegrationMs: config.timeouts.apiIntegrationSeconds * 1000,
     processorTimeoutMs: config.timeouts.processorMilliseconds,
+    warehouseTimeoutMs: config.timeouts.warehouseMilliseconds,
+    mailerTimeoutMs: config.timeouts.mailerMilliseconds,
     queueVisibilityMs: settlementVisibilityTimeoutSeconds(config) * 1000,
     queueMaxReceiveCount: SETTLEMENT_MAX_RECEIVE_COUNT,
     completerPeriodMs: config.idempotency.recoveryPeriodMinutes * 60_000,
@@ -54,7 +57,7 @@ export function timingsOf(config: EnvironmentConfig, specs: readonly FunctionSpe
         name: spec.id,
         timeoutMs: functionTimeoutSeconds(spec, config) * 1000,
         trigger: triggers[spec.trigger.kind] as TimedFunction['trigger'],
-        callsProcessor: spec.calls?.includes('processor') ?? false,
+        calls: spec.calls ?? [],
       }),
     ),
   };
@@ -64,6 +67,8 @@ export function timingsOf(config: EnvironmentConfig, specs: readonly FunctionSpe
  * Every way an environment's timings break exactly-once processing, as sentences (empty when there is none): the
  * rules shared with the local stack (`lib/timing`), plus what only a deployment has:
  *
+ * - every function's outside calls, one after another, fit in its timeout (`callChainViolations`, which the local
+ *   stack only warns of);
  * - whole seconds and minutes (what CloudFormation takes);
  * - visibility timeout < settlement age alarm < receives × visibility timeout: one retry (a message hidden for one
  *   visibility timeout) is normal and must not page; a message that fails every receive reaches the DLQ after about
@@ -76,7 +81,8 @@ export function timingsOf(config: EnvironmentConfig, specs: readonly FunctionSpe
  */
 export function timingViolations(config: EnvironmentConfig, specs: readonly FunctionSpec[]): string[] {
   const { leaseSeconds, ttlSeconds, recoveryPeriodMinutes } = config.idempotency;
-  const whole = { leaseSeconds, ttlSeconds, recoveryPeriodMinutes, ...config.timeouts };
+  const { longerRouteFunctionSeconds, ...timeouts } = config.timeouts;
+  const whole = { leaseSeconds, ttlSeconds, recoveryPeriodMinutes, ...timeouts, ...longerRouteFunctionSeconds };
   const violations: string[] = [];
   for (const [name, value] of Object.entries(whole)) {
     if (!Number.isInteger(value) || value <= 0) violations.push(`${name} must be a positive integer, got ${value}`);
@@ -102,7 +108,7 @@ export function timingViolations(config: EnvironmentConfig, specs: readonly Func
     }
   }
   if (config.store === 'postgres') violations.push(...proxyTimingViolations(config, specs));
-  return [...violations, ...violationsOf(timings)];
+  return [...violations, ...violationsOf(timings), ...callChainViolations(timings)];
 }
 
 function proxyTimingViolations(config: EnvironmentConfig, specs: readonly FunctionSpec[]): string[] {

@@ -43,6 +43,8 @@ export async function startBundledService(options: BundledServiceOptions): Promi
     IDEMPOTENCY_LEASE_SECONDS: String(settings.leaseSeconds),
     IDEMPOTENCY_TTL_SECONDS: String(settings.ttlSeconds),
     PROCESSOR_TIMEOUT_MS: String(settings.processorTimeoutMs),
+    WAREHOUSE_TIMEOUT_MS: String(settings.warehouseTimeoutMs),
+    MAILER_TIMEOUT_MS: String(settings.mailerTimeoutMs),
     ...options.overrides,
   };
   // Every environment first: a template this stack can't run locally is refused before any process starts.

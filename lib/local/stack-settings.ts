@@ -3,7 +3,7 @@ import { ConfigurationError, DEFAULT_LEASE_SECONDS, DEFAULT_TTL_SECONDS } from '
 import { type FunctionSpec, serviceFunctions } from '../infra/functions';
 import { THROTTLED_INTEGRATION } from '../infra/throttling';
 import { numberEnv } from '../runtime/env';
-import type { TimedFunction, Timings } from '../timing/timing';
+import { DEFAULT_CALL_TIMEOUTS_MS, type TimedFunction, type Timings } from '../timing/timing';
 import type { DeployedStack } from './cloud-assembly';
 import { onlyTriggeredBy, triggeredBy } from './service-definitions';
 
@@ -14,6 +14,8 @@ export interface StackSettings {
   readonly leaseSeconds: number;
   readonly ttlSeconds: number;
   readonly processorTimeoutMs: number;
+  readonly warehouseTimeoutMs: number;
+  readonly mailerTimeoutMs: number;
   /** Each function's Lambda timeout, by its construct id (lib/infra/functions.ts). */
   readonly timeoutsMs: Readonly<Record<string, number>>;
   /** How long the gateway waits for a route's function before answering 504. */
@@ -52,8 +54,14 @@ export const LOCAL_CONCURRENCY = 64;
 export const SOURCE_DEFAULTS: StackSettings = {
   leaseSeconds: DEFAULT_LEASE_SECONDS,
   ttlSeconds: DEFAULT_TTL_SECONDS,
-  processorTimeoutMs: 8_000,
-  timeoutsMs: Object.fromEntries(serviceFunctions.map((spec) => [spec.id, 10_000])),
+  processorTimeoutMs: DEFAULT_CALL_TIMEOUTS_MS.processor,
+  warehouseTimeoutMs: DEFAULT_CALL_TIMEOUTS_MS.warehouse,
+  mailerTimeoutMs: DEFAULT_CALL_TIMEOUTS_MS.mailer,
+  // An order's calls, one after another, take up to 26 s (lib/infra/functions.ts): its function, and the completer
+  // that drives orders forward, get 28 s, as the deployed OrdersCreate does.
+  timeoutsMs: Object.fromEntries(
+    serviceFunctions.map((spec) => [spec.id, spec.calls?.includes('warehouse') ? 28_000 : 10_000]),
+  ),
   integrationTimeoutMs: 9_000,
   authorizerResultTtlSeconds: 0,
   // Six times the consumer's timeout, as AWS advises for an SQS event source; the batch its definition asks for.
@@ -94,6 +102,8 @@ export function deployedSettings(stack: DeployedStack): StackSettings {
     leaseSeconds: Number(sharedLiteral(stack, 'IDEMPOTENCY_LEASE_SECONDS')),
     ttlSeconds: Number(sharedLiteral(stack, 'IDEMPOTENCY_TTL_SECONDS')),
     processorTimeoutMs: Number(sharedLiteral(stack, 'PROCESSOR_TIMEOUT_MS')),
+    warehouseTimeoutMs: Number(sharedLiteral(stack, 'WAREHOUSE_TIMEOUT_MS')),
+    mailerTimeoutMs: Number(sharedLiteral(stack, 'MAILER_TIMEOUT_MS')),
     timeoutsMs,
     integrationTimeoutMs: Math.min(...routes),
     authorizerResultTtlSeconds: required(
@@ -146,6 +156,8 @@ export function stackSettings(env: Env, defaults: StackSettings = SOURCE_DEFAULT
     leaseSeconds: numberEnv('IDEMPOTENCY_LEASE_SECONDS', defaults.leaseSeconds, env),
     ttlSeconds: numberEnv('IDEMPOTENCY_TTL_SECONDS', defaults.ttlSeconds, env),
     processorTimeoutMs: numberEnv('PROCESSOR_TIMEOUT_MS', defaults.processorTimeoutMs, env),
+    warehouseTimeoutMs: numberEnv('WAREHOUSE_TIMEOUT_MS', defaults.warehouseTimeoutMs, env),
+    mailerTimeoutMs: numberEnv('MAILER_TIMEOUT_MS', defaults.mailerTimeoutMs, env),
     timeoutsMs,
     integrationTimeoutMs: Math.min(
       defaults.integrationTimeoutMs,
@@ -182,6 +194,8 @@ export function timingsOf(settings: StackSettings): Timings {
     ttlMs: settings.ttlSeconds * 1000,
     apiIntegrationMs: settings.integrationTimeoutMs,
     processorTimeoutMs: settings.processorTimeoutMs,
+    warehouseTimeoutMs: settings.warehouseTimeoutMs,
+    mailerTimeoutMs: settings.mailerTimeoutMs,
     queueVisibilityMs: settings.settlement.visibilitySeconds * 1000,
     queueMaxReceiveCount: settings.settlement.maxReceiveCount,
     completerPeriodMs: settings.completerIntervalSeconds * 1000,
@@ -190,7 +204,7 @@ export function timingsOf(settings: StackSettings): Timings {
         name: spec.id,
         timeoutMs: settings.timeoutsMs[spec.id] ?? 0,
         trigger: triggers[spec.trigger.kind] as TimedFunction['trigger'],
-        callsProcessor: spec.calls?.includes('processor') ?? false,
+        calls: spec.calls ?? [],
       }),
     ),
   };

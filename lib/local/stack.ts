@@ -20,7 +20,7 @@ import { startSandbox, webhookRetryFromEnv } from '../sandbox/processor';
 import { sqsClient } from '../settlement/config';
 import { idempotencyTable, paymentsTable } from '../tables/definitions';
 import { ensureTable } from '../tables/ensure';
-import { type Timings, timingViolations } from '../timing/timing';
+import { callChainViolations, type Timings, timingViolations } from '../timing/timing';
 import type { DeployedStack } from './cloud-assembly';
 import { prepareDemo } from './demo';
 import { openApiRoute } from './openapi-route';
@@ -111,10 +111,13 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const deployed = env.LOCAL_CDK_OUT ? await loadDeployedStack(env.LOCAL_CDK_OUT, env.LOCAL_CDK_STACK) : undefined;
     const settings = stackSettings(env, deployed && deployedSettings(deployed));
     // The deployed stack refuses these relations at synth time; the local stack refuses them before it starts.
-    const violations = timingViolations(timingsOf(settings));
+    const timings = timingsOf(settings);
+    const violations = timingViolations(timings);
     if (violations.length > 0) {
       throw new Error(`The local stack's timeouts are inconsistent:\n${violations.map((v) => `  - ${v}`).join('\n')}`);
     }
+    // Warned of, not refused: tests shorten the functions' timeouts below what an order's calls can take.
+    for (const violation of callChainViolations(timings)) log.error(`timeouts a deployment refuses: ${violation}`);
     // Run from its bundles, the service runs on the store they were bundled for.
     const store = deployed ? deployedStore(deployed, env) : storeKind(env);
     const tables = {

@@ -54,8 +54,11 @@ export interface TimedFunction {
   readonly name: string;
   readonly timeoutMs: number;
   readonly trigger: 'route' | 'authorizer' | 'queue' | 'schedule';
-  /** Calls the payment processor, whose timeout must fit inside the function's. */
-  readonly callsProcessor?: boolean;
+  /**
+   * The outside calls one invocation makes, one after another, at its longest (a system twice if it calls it twice):
+   * their timeouts, added up with {@link STORE_WRITES_MARGIN_MS}, must fit in the function's timeout.
+   */
+  readonly calls?: readonly OutsideSystem[];
 }
 
 export interface Timings {
@@ -64,6 +67,8 @@ export interface Timings {
   /** How long the API gateway waits for a route's function before answering 504. */
   readonly apiIntegrationMs: number;
   readonly processorTimeoutMs: number;
+  readonly warehouseTimeoutMs: number;
+  readonly mailerTimeoutMs: number;
   /** The settlement queue's visibility timeout. */
   readonly queueVisibilityMs: number;
   /** Receives before the settlement queue moves a message to its DLQ (its redrive policy's maxReceiveCount). */
@@ -85,6 +90,12 @@ export const COMPLETER_PAGE_SIZE = 100;
  */
 export const COMPLETER_STOP_MARGIN_MS = 250;
 
+/**
+ * What a function leaves, beyond its outside calls, for its store's round trips: the claim, a checkpoint after each
+ * call, the completion.
+ */
+export const STORE_WRITES_MARGIN_MS = 500;
+
 /** API Gateway's default maximum integration timeout for a REST API. */
 const MAX_INTEGRATION_MS = 29_000;
 const MAX_LAMBDA_TIMEOUT_MS = 900_000;
@@ -99,6 +110,7 @@ const MAX_VISIBILITY_TIMEOUT_MS = 12 * 60 * 60 * 1000;
  * - a route's timeout > the integration timeout: the gateway gives up first and the function still records its
  *   result, so the client's retry replays it instead of finding a claim orphaned by a killed function.
  * - processor timeout < the timeout of a function that calls it: a slow processor is an error the function handles.
+ *   (All of a function's outside calls, one after another, are checked by {@link callChainViolations}.)
  * - ttl ≥ lease: the store refuses a shorter one. No longer bound than that: an unfinished recoverable operation
  *   never expires (the store's rule, whatever the backlog), so the TTL is only how long a finished one replays.
  * - completer period < lease: recovery looks for an operation whose client never came back within a period of its
@@ -113,7 +125,17 @@ const MAX_VISIBILITY_TIMEOUT_MS = 12 * 60 * 60 * 1000;
 export function timingViolations(timings: Timings): string[] {
   const { leaseMs, ttlMs, apiIntegrationMs, processorTimeoutMs, queueVisibilityMs, completerPeriodMs } = timings;
   const violations: string[] = [];
-  const all = { leaseMs, ttlMs, apiIntegrationMs, processorTimeoutMs, queueVisibilityMs, completerPeriodMs };
+  const { warehouseTimeoutMs, mailerTimeoutMs } = timings;
+  const all = {
+    leaseMs,
+    ttlMs,
+    apiIntegrationMs,
+    processorTimeoutMs,
+    warehouseTimeoutMs,
+    mailerTimeoutMs,
+    queueVisibilityMs,
+    completerPeriodMs,
+  };
   for (const [name, value] of Object.entries(all)) {
     if (!(Number.isFinite(value) && value > 0)) violations.push(`${name} must be positive, got ${value}`);
   }
@@ -148,7 +170,7 @@ export function timingViolations(timings: Timings): string[] {
         `${fn.name}'s timeout (${duration(fn.timeoutMs)}) must be longer than the API integration timeout (${duration(apiIntegrationMs)})`,
       );
     }
-    if (fn.callsProcessor && processorTimeoutMs >= fn.timeoutMs) {
+    if (fn.calls?.includes('processor') && processorTimeoutMs >= fn.timeoutMs) {
       violations.push(
         `processor timeout (${duration(processorTimeoutMs)}) must be shorter than ${fn.name}'s timeout (${duration(fn.timeoutMs)})`,
       );
@@ -175,6 +197,34 @@ export function timingViolations(timings: Timings): string[] {
   if (leaseMs > queueVisibilityMs) {
     violations.push(
       `lease (${duration(leaseMs)}) must not exceed the settlement visibility timeout (${duration(queueVisibilityMs)})`,
+    );
+  }
+  return violations;
+}
+
+/**
+ * Every function whose outside calls, one after another, plus {@link STORE_WRITES_MARGIN_MS}, can outlast its
+ * timeout, as sentences (empty when there is none): such a function is killed mid-call when each outside system is
+ * slow within its timeout, its operation left to a retry or recovery a lease later (and, for a call that does not
+ * dedupe, to a lookup that must not conclude too early). A deployment refuses these with the rules above; the local
+ * stack refuses those and warns of these (its tests shorten function timeouts below what an order's calls can take).
+ */
+export function callChainViolations(timings: Timings): string[] {
+  const timeoutMs: Record<OutsideSystem, number> = {
+    processor: timings.processorTimeoutMs,
+    warehouse: timings.warehouseTimeoutMs,
+    mailer: timings.mailerTimeoutMs,
+  };
+  const violations: string[] = [];
+  for (const fn of timings.functions) {
+    const calls = fn.calls ?? [];
+    if (calls.length === 0) continue;
+    const chainMs = calls.reduce((sum, call) => sum + timeoutMs[call], 0);
+    if (chainMs + STORE_WRITES_MARGIN_MS <= fn.timeoutMs) continue;
+    const each = calls.map((call) => `${call} ${duration(timeoutMs[call])}`).join(' + ');
+    violations.push(
+      `${fn.name}'s outside calls one after another (${each} = ${duration(chainMs)}) plus ` +
+        `${duration(STORE_WRITES_MARGIN_MS)} for its store's writes must fit in its timeout (${duration(fn.timeoutMs)})`,
     );
   }
   return violations;

@@ -127,10 +127,12 @@ describe('the synthesized dev stack', () => {
       leaseSeconds: idempotency.leaseSeconds,
       ttlSeconds: idempotency.ttlSeconds,
       processorTimeoutMs: timeouts.processorMilliseconds,
+      warehouseTimeoutMs: timeouts.warehouseMilliseconds,
+      mailerTimeoutMs: timeouts.mailerMilliseconds,
       timeoutsMs: {
         PaymentsCreate: timeouts.apiFunctionSeconds * 1000,
         PaymentsGet: timeouts.apiFunctionSeconds * 1000,
-        OrdersCreate: timeouts.apiFunctionSeconds * 1000,
+        OrdersCreate: (timeouts.longerRouteFunctionSeconds.OrdersCreate ?? 0) * 1000,
         OrdersGet: timeouts.apiFunctionSeconds * 1000,
         InventoryGet: timeouts.apiFunctionSeconds * 1000,
         Authorizer: timeouts.authorizerSeconds * 1000,

@@ -5,11 +5,13 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { RECOVERY_INDEX, TTL_ATTRIBUTE } from 'keystone-idempotency/dynamodb';
 import { AUTHORIZATION_HEADER_PATTERN, PaymentsApi } from '../../lib/infra/api';
 import { environments } from '../../lib/infra/environments';
+import { serviceFunctions } from '../../lib/infra/functions';
 import { PaymentsStack } from '../../lib/infra/payments-stack';
 import { THROTTLED_INTEGRATION } from '../../lib/infra/throttling';
 import { IdempotencyMetric, MetricService, RecoveryBacklogMetric } from '../../lib/metrics/definitions';
 import { serviceMetrics } from '../../lib/runtime/metrics';
 import { idempotencyTable, paymentsTable, tableDefinitions } from '../../lib/tables/definitions';
+import { STORE_WRITES_MARGIN_MS } from '../../lib/timing/timing';
 import {
   CDK_JSON_CONTEXT,
   type CfnResourceJson,
@@ -284,16 +286,26 @@ describe('PaymentsStack', () => {
     });
 
     it('configures every function: tables, lease and TTL, service name, log level, and its own extras', () => {
+      // Each outside system's URL and timeout, and how long a booking may still land after its client gave up.
+      const ORDER_CALLS_ENV = [
+        'MAILER_TIMEOUT_MS',
+        'MAILER_URL',
+        'PROCESSOR_TIMEOUT_MS',
+        'PROCESSOR_URL',
+        'WAREHOUSE_PROCESSING_WINDOW_MS',
+        'WAREHOUSE_TIMEOUT_MS',
+        'WAREHOUSE_URL',
+      ];
       const extras: Record<string, string[]> = {
         PaymentsCreate: ['PROCESSOR_TIMEOUT_MS', 'PROCESSOR_URL'],
         PaymentsGet: [],
-        OrdersCreate: ['MAILER_URL', 'PROCESSOR_TIMEOUT_MS', 'PROCESSOR_URL', 'WAREHOUSE_URL'],
+        OrdersCreate: ORDER_CALLS_ENV,
         OrdersGet: [],
         InventoryGet: [],
         Authorizer: [],
         WebhookReceiver: ['PROCESSOR_WEBHOOK_SECRET_ARN', 'SETTLEMENT_QUEUE_URL'],
-        SettlementConsumer: ['MAILER_URL', 'SETTLEMENT_DLQ_URL', 'SETTLEMENT_QUEUE_URL'],
-        PaymentsCompleter: ['MAILER_URL', 'PROCESSOR_TIMEOUT_MS', 'PROCESSOR_URL', 'WAREHOUSE_URL'],
+        SettlementConsumer: ['MAILER_TIMEOUT_MS', 'MAILER_URL', 'SETTLEMENT_DLQ_URL', 'SETTLEMENT_QUEUE_URL'],
+        PaymentsCompleter: ORDER_CALLS_ENV,
       };
       each((stack, template) => {
         for (const id of FUNCTION_IDS) {
@@ -503,6 +515,25 @@ describe('PaymentsStack', () => {
         for (const id of FUNCTION_IDS) {
           const fn = functionResource(stack, template, id);
           expect(Number(environmentOf(fn).IDEMPOTENCY_LEASE_SECONDS)).toBeGreaterThan(fn.Properties.Timeout as number);
+        }
+      });
+    });
+
+    it('gives each function the time its outside calls take one after another, as its spec declares them', () => {
+      const timeoutVariable = {
+        processor: 'PROCESSOR_TIMEOUT_MS',
+        warehouse: 'WAREHOUSE_TIMEOUT_MS',
+        mailer: 'MAILER_TIMEOUT_MS',
+      };
+      each((stack, template) => {
+        for (const spec of serviceFunctions) {
+          const fn = functionResource(stack, template, spec.id);
+          const environment = environmentOf(fn);
+          const chainMs = (spec.calls ?? []).reduce((sum, call) => sum + Number(environment[timeoutVariable[call]]), 0);
+          expect({
+            id: spec.id,
+            fits: chainMs + STORE_WRITES_MARGIN_MS <= (fn.Properties.Timeout as number) * 1000,
+          }).toEqual({ id: spec.id, fits: true });
         }
       });
     });
@@ -794,6 +825,18 @@ describe('PaymentsStack', () => {
           Threshold: 1,
         });
         expect(String(alarms[0]!.Properties.AlarmName)).toMatch(/PaymentsCompleter OperationsAbandonedWithProgress$/);
+      });
+    });
+
+    it('alarms on one order whose compensation keeps failing, which needs a person', () => {
+      each((_, template) => {
+        const alarms = alarmsOn(template, 'OperationsCompensationStuck');
+        expect(alarms).toHaveLength(1);
+        expect(alarms[0]!.Properties).toMatchObject({
+          Dimensions: [{ Name: 'service', Value: 'payment-recovery' }],
+          Statistic: 'Sum',
+          Threshold: 1,
+        });
       });
     });
 

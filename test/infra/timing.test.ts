@@ -87,18 +87,35 @@ describe('timingViolations', () => {
     expect(violations).toEqual([
       "PaymentsCreate's timeout (12s) must be longer than the API integration timeout (12s)",
       "PaymentsGet's timeout (12s) must be longer than the API integration timeout (12s)",
-      "OrdersCreate's timeout (12s) must be longer than the API integration timeout (12s)",
       "OrdersGet's timeout (12s) must be longer than the API integration timeout (12s)",
       "InventoryGet's timeout (12s) must be longer than the API integration timeout (12s)",
       "WebhookReceiver's timeout (12s) must be longer than the API integration timeout (12s)",
     ]);
   });
 
-  it('rejects a processor timeout the payments and orders functions cannot wait for', () => {
+  it("rejects a processor timeout the payments function cannot wait for, and an order's calls its function can't", () => {
     const violations = timingViolations(prodWith({ timeouts: { processorMilliseconds: 12_000 } }), serviceFunctions);
     expect(violations).toEqual([
       "processor timeout (12s) must be shorter than PaymentsCreate's timeout (12s)",
-      "processor timeout (12s) must be shorter than OrdersCreate's timeout (12s)",
+      "PaymentsCreate's outside calls one after another (processor 12s = 12s) plus 500ms for its store's writes must " +
+        'fit in its timeout (12s)',
+      "OrdersCreate's outside calls one after another (processor 12s + warehouse 5s + mailer 5s + processor 12s = " +
+        "34s) plus 500ms for its store's writes must fit in its timeout (28s)",
+    ]);
+  });
+
+  it("rejects the issue's orders function: its calls, one after another, outlast it", () => {
+    // Before: the orders function at the API functions' 12 s, the warehouse at the processor's 8 s, and only the
+    // processor's timeout checked against it.
+    const issue = prodWith({ timeouts: { longerRouteFunctionSeconds: {}, warehouseMilliseconds: 8_000 } });
+    expect(timingViolations(issue, serviceFunctions)).toEqual([
+      "OrdersCreate's outside calls one after another (processor 8s + warehouse 8s + mailer 5s + processor 8s = 29s) " +
+        "plus 500ms for its store's writes must fit in its timeout (12s)",
+    ]);
+    // A slower warehouse alone is refused too, and the completer, which drives orders, has room for one.
+    expect(timingViolations(prodWith({ timeouts: { warehouseMilliseconds: 8_000 } }), serviceFunctions)).toEqual([
+      "OrdersCreate's outside calls one after another (processor 8s + warehouse 8s + mailer 5s + processor 8s = 29s) " +
+        "plus 500ms for its store's writes must fit in its timeout (28s)",
     ]);
   });
 
@@ -157,6 +174,9 @@ describe('timingViolations', () => {
     expect(timingViolations(prodWith({ timeouts: { authorizerSeconds: 2.5 } }), [])).toEqual([
       'authorizerSeconds must be a positive integer, got 2.5',
     ]);
+    expect(
+      timingViolations(prodWith({ timeouts: { longerRouteFunctionSeconds: { OrdersCreate: 27.5 } } }), []),
+    ).toEqual(['OrdersCreate must be a positive integer, got 27.5']);
   });
 });
 
@@ -189,7 +209,7 @@ describe('functionTimeoutSeconds', () => {
     expect(timeouts).toEqual({
       PaymentsCreate: 12,
       PaymentsGet: 12,
-      OrdersCreate: 12,
+      OrdersCreate: 28,
       OrdersGet: 12,
       InventoryGet: 12,
       Authorizer: 5,

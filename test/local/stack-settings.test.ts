@@ -6,17 +6,19 @@ import {
   stackSettings,
   timingsOf,
 } from '../../lib/local/stack-settings';
-import { timingViolations } from '../../lib/timing/timing';
+import { callChainViolations, timingViolations } from '../../lib/timing/timing';
 
 /** The dev template's values, as deployedSettings reads them (test/bundled checks it against a real synth). */
 const TEMPLATE: StackSettings = {
   leaseSeconds: 90,
   ttlSeconds: 86_400,
   processorTimeoutMs: 8_000,
+  warehouseTimeoutMs: 5_000,
+  mailerTimeoutMs: 5_000,
   timeoutsMs: {
     PaymentsCreate: 12_000,
     PaymentsGet: 12_000,
-    OrdersCreate: 12_000,
+    OrdersCreate: 28_000,
     OrdersGet: 12_000,
     InventoryGet: 12_000,
     Authorizer: 5_000,
@@ -36,6 +38,7 @@ describe('stackSettings', () => {
   it("takes the template's values as they are when nothing is set", () => {
     expect(stackSettings({}, TEMPLATE)).toEqual(TEMPLATE);
     expect(timingViolations(timingsOf(TEMPLATE))).toEqual([]);
+    expect(callChainViolations(timingsOf(TEMPLATE))).toEqual([]);
   });
 
   it("lets the local settings replace the template's, for a test that can't wait out a 90 s lease", () => {
@@ -45,6 +48,8 @@ describe('stackSettings', () => {
         API_FUNCTION_TIMEOUT_MS: '3000',
         CONSUMER_FUNCTION_TIMEOUT_MS: '3000',
         PROCESSOR_TIMEOUT_MS: '2000',
+        WAREHOUSE_TIMEOUT_MS: '1500',
+        MAILER_TIMEOUT_MS: '1000',
         COMPLETER_INTERVAL_SECONDS: '1',
       },
       TEMPLATE,
@@ -53,6 +58,8 @@ describe('stackSettings', () => {
       ...TEMPLATE,
       leaseSeconds: 4,
       processorTimeoutMs: 2_000,
+      warehouseTimeoutMs: 1_500,
+      mailerTimeoutMs: 1_000,
       timeoutsMs: {
         PaymentsCreate: 3_000,
         PaymentsGet: 3_000,
@@ -69,6 +76,13 @@ describe('stackSettings', () => {
       completerIntervalSeconds: 1,
     });
     expect(timingViolations(timingsOf(fast))).toEqual([]);
+    // An order's calls (2 + 1.5 + 1 + 2 s) don't fit in 3 s: the local stack starts, and warns of it.
+    expect(callChainViolations(timingsOf(fast))).toEqual([
+      "OrdersCreate's outside calls one after another (processor 2s + warehouse 1500ms + mailer 1s + processor 2s = " +
+        "6500ms) plus 500ms for its store's writes must fit in its timeout (3s)",
+      "PaymentsCompleter's outside calls one after another (processor 2s + warehouse 1500ms + mailer 1s + processor " +
+        "2s = 6500ms) plus 500ms for its store's writes must fit in its timeout (3s)",
+    ]);
   });
 
   it('keeps the consumer within the visibility timeout', () => {
@@ -79,6 +93,7 @@ describe('stackSettings', () => {
   it("starts from the local stack's own defaults for the functions run from source", () => {
     expect(stackSettings({})).toEqual(SOURCE_DEFAULTS);
     expect(timingViolations(timingsOf(SOURCE_DEFAULTS))).toEqual([]);
+    expect(callChainViolations(timingsOf(SOURCE_DEFAULTS))).toEqual([]);
   });
 
   it('caps every function the definitions reserve nothing for at LOCAL_FUNCTION_CONCURRENCY, and no other', () => {

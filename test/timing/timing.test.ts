@@ -1,7 +1,9 @@
 import {
   COMPLETER_CONCURRENCY,
+  callChainViolations,
   duration,
   recoveryThroughput,
+  STORE_WRITES_MARGIN_MS,
   type Timings,
   timingViolations,
   worstOperationMs,
@@ -13,13 +15,15 @@ const sound: Timings = {
   ttlMs: 86_400_000,
   apiIntegrationMs: 9_000,
   processorTimeoutMs: 8_000,
+  warehouseTimeoutMs: 5_000,
+  mailerTimeoutMs: 5_000,
   queueVisibilityMs: 60_000,
   queueMaxReceiveCount: 5,
   completerPeriodMs: 10_000,
   functions: [
-    { name: 'payments-create', timeoutMs: 10_000, trigger: 'route', callsProcessor: true },
+    { name: 'payments-create', timeoutMs: 10_000, trigger: 'route', calls: ['processor'] },
     { name: 'settlement-consumer', timeoutMs: 10_000, trigger: 'queue' },
-    { name: 'payments-completer', timeoutMs: 10_000, trigger: 'schedule', callsProcessor: true },
+    { name: 'payments-completer', timeoutMs: 10_000, trigger: 'schedule', calls: ['processor'] },
   ],
 };
 
@@ -108,6 +112,50 @@ describe('timingViolations', () => {
   it('refuses a lease longer than the settlement visibility timeout', () => {
     expect(timingViolations({ ...sound, queueVisibilityMs: 30_000 })).toEqual([
       'lease (60s) must not exceed the settlement visibility timeout (30s)',
+    ]);
+  });
+});
+
+describe('callChainViolations', () => {
+  const orders = (timeoutMs: number, calls: Timings['functions'][number]['calls']): Timings => ({
+    ...sound,
+    functions: [{ name: 'orders-create', timeoutMs, trigger: 'route', calls }],
+  });
+
+  it("refuses a function whose outside calls, one after another, outlast it: the issue's 8 + 8 + 5 s in 12 s", () => {
+    // The issue's settings: the warehouse at the processor's 8 s, the mailer at 5 s, the function at 12 s. Each call
+    // alone fits (the rule before this one checked the processor only); one after another they don't.
+    const issue = { ...orders(12_000, ['processor', 'warehouse', 'mailer']), warehouseTimeoutMs: 8_000 };
+    expect(timingViolations(issue)).toEqual([]);
+    expect(callChainViolations(issue)).toEqual([
+      "orders-create's outside calls one after another (processor 8s + warehouse 8s + mailer 5s = 21s) plus 500ms " +
+        "for its store's writes must fit in its timeout (12s)",
+    ]);
+  });
+
+  it('counts a system as often as it is called, and leaves the store its margin to the millisecond', () => {
+    const refund = ['processor', 'warehouse', 'mailer', 'processor'] as const;
+    // 8 + 5 + 5 + 8 = 26 s, and 500 ms for the writes.
+    expect(callChainViolations(orders(26_500, refund))).toEqual([]);
+    expect(callChainViolations(orders(26_499, refund))).toEqual([
+      "orders-create's outside calls one after another (processor 8s + warehouse 5s + mailer 5s + processor 8s = " +
+        "26s) plus 500ms for its store's writes must fit in its timeout (26499ms)",
+    ]);
+    expect(STORE_WRITES_MARGIN_MS).toBe(500);
+  });
+
+  it('takes each system at its own timeout, and passes a function that calls none', () => {
+    const shorter = { ...orders(12_000, ['processor', 'warehouse', 'mailer']), warehouseTimeoutMs: 2_000 };
+    expect(callChainViolations({ ...shorter, mailerTimeoutMs: 1_500 })).toEqual([]);
+    expect(callChainViolations({ ...shorter, mailerTimeoutMs: 1_501 })).toHaveLength(1);
+    expect(callChainViolations(orders(1_000, []))).toEqual([]);
+    expect(callChainViolations(orders(1_000, undefined))).toEqual([]);
+  });
+
+  it('refuses a warehouse or mailer timeout that is not a positive number', () => {
+    expect(timingViolations({ ...sound, warehouseTimeoutMs: 0, mailerTimeoutMs: Number.NaN })).toEqual([
+      'warehouseTimeoutMs must be positive, got 0',
+      'mailerTimeoutMs must be positive, got NaN',
     ]);
   });
 });
