@@ -215,6 +215,8 @@ describe.each(FRONT_DOORS)('POST /orders through %s', (_door, urlOf) => {
 
     // Before: `charge`, `ship` and `notify` pending for ever, for an order that had ended.
     const [orderId] = (await e2e.data.orderIds(ACCOUNT)).filter((id) => !ordersBefore.includes(id));
+    // Ended early or not, an order is its own account's only.
+    expect((await getOrder(orderId!, OTHER_KEY)).status).toBe(404);
     const shown = await getOrder(orderId!);
     expect(shown.status).toBe(200);
     expect(await shown.json()).toMatchObject({

@@ -234,6 +234,19 @@ describe('PaymentsStack', () => {
       }
     });
 
+    it('keeps the sandbox out of every bundle: its injected faults can never run in a deployed function', () => {
+      const { stacks, templates, outdir } = synthesized;
+      for (const id of FUNCTION_IDS) {
+        const { S3Key } = functionResource(stacks.prod, templates.prod, id).Properties.Code as { S3Key: string };
+        const map = readFileSync(path.join(outdir, `asset.${S3Key.replace(/\.zip$/, '')}`, 'index.mjs.map'), 'utf8');
+        const sources = (JSON.parse(map) as { sources: string[] }).sources;
+        expect({ id, sandbox: sources.filter((source) => source.includes('lib/sandbox/')) }).toEqual({
+          id,
+          sandbox: [],
+        });
+      }
+    });
+
     it('bundles the tracer (and the X-Ray SDK) only where tracing is on: prod, not dev', () => {
       const { stacks, templates, outdir } = synthesized;
       const bundleOf = (env: (typeof TESTED_ENVIRONMENTS)[number], id: string) => {
