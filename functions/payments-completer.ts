@@ -65,6 +65,11 @@ async function completeAbandonedPayments(_event: ScheduledEvent, context: Contex
   if (report.abandonedWithProgress > 0) {
     metrics.addMetric(RecoveryMetric.abandonedWithProgress, 'Count', report.abandonedWithProgress);
   }
+  if (report.compensationFailed > 0) {
+    metrics.addMetric(RecoveryMetric.compensationFailed, 'Count', report.compensationFailed);
+  }
+  if (report.compensationStuck > 0)
+    metrics.addMetric(RecoveryMetric.compensationStuck, 'Count', report.compensationStuck);
   // What each step of the operations driven forward did (ran, found by its resolver, refused, ...).
   for (const [outcome, count] of Object.entries(report.steps)) {
     if (count) metrics.addMetric(StepMetric[outcome as StepOutcome], 'Count', count);

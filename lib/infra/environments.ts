@@ -346,6 +346,14 @@ function outcomeAlarms(takeovers: number, completedWithoutClient = 3): OutcomeAl
         'after others had run (stock reserved, a card charged, a shipment booked) and no compensation was declared. ' +
         "Recovery's log names the key and its steps: finish or undo them by hand.",
     },
+    {
+      metric: RecoveryMetric.compensationStuck,
+      threshold: 1,
+      meaning:
+        'An order refused after its charge could not be undone: its compensation (the refund, giving the stock back) ' +
+        'has failed five times or more since the refusal, and recovery keeps trying, backed off up to an hour. ' +
+        "Recovery's log names the key and the error: see why the processor refuses or fails the refund.",
+    },
   ];
 }
 

@@ -58,6 +58,16 @@ export const RecoveryMetric = {
    * will finish or undo. It needs a person: the stack alarms on one.
    */
   abandonedWithProgress: 'OperationsAbandonedWithProgress',
+  /**
+   * A multi-step operation refused for good whose compensation failed this run (a refund the processor could not
+   * make now): tried again later, backed off. Expected now and then; a steady stream is an outside system down.
+   */
+  compensationFailed: 'OperationsCompensationFailed',
+  /**
+   * Of those, one whose compensation has failed five times or more since the refusal: money or stock a customer should
+   * have back and has not. It needs a person: the stack alarms on one.
+   */
+  compensationStuck: 'OperationsCompensationStuck',
 } as const;
 export type RecoveryMetricName = (typeof RecoveryMetric)[keyof typeof RecoveryMetric];
 
