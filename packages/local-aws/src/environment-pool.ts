@@ -14,6 +14,9 @@ export interface PooledEnvironment {
  */
 export const ENVIRONMENT_WAIT_LIMIT_MS = 10_000;
 
+/** How often the need for a cold start is looked at again while invocations wait. */
+const RECHECK_MS = 100;
+
 /** How long an environment with nothing to do is kept before it is stopped (all but the last one). */
 export const DEFAULT_IDLE_MS = 60_000;
 
@@ -36,12 +39,11 @@ interface Waiter<E> {
 }
 
 /**
- * One function's execution environments, scaled as Lambda scales them: an invocation takes a free environment, or
- * waits while one is started for it (a cold start, whose init is not the invocation's time), up to the function's
- * concurrency; past it the invocation is throttled at once (`TooManyRequestsException`). A waiting invocation takes
- * whichever environment is free first, its own cold start or one an earlier invocation gave back, so a burst of
- * short invocations starts only the environments it keeps busy. Environments idle for `idleMs` are stopped, all but
- * the most recent.
+ * One function's execution environments, scaled as Lambda scales them (docs/local-stack.md, "Under a burst"): an
+ * invocation takes a free environment, or waits (not its time) for the first one free, up to the function's
+ * concurrency; past it, it is throttled at once (`TooManyRequestsException`). A cold start costs the shared cores
+ * about 0.35 s, so one is queued only for a waiting invocation the running environments would not serve sooner
+ * (both times measured), and one at a time per function, so no function's burst holds another's start back.
  */
 export class EnvironmentPool<E extends PooledEnvironment> {
   private readonly idle: { environment: E; since: number }[] = [];
@@ -51,9 +53,16 @@ export class EnvironmentPool<E extends PooledEnvironment> {
   private readonly reaper: NodeJS.Timeout;
   /** Invocations admitted and not yet given back: waiting for an environment, or running in one. */
   private inFlight = 0;
-  /** Cold starts waiting for a slot of the machine's, and cold starts under way. */
+  /** A cold start waiting for a slot of the machine's (one at most), and cold starts under way. */
   private queuedStarts = 0;
   private initializing = 0;
+  /** How long an invocation and an init take here now (moving averages; unknown until one has been seen). */
+  private runMs: number | undefined;
+  private initMs: number | undefined;
+  /** When each environment running an invocation was handed to it. */
+  private readonly handedAt = new Map<E, number>();
+  /** Looks again while invocations wait, as the running ones age. */
+  private recheck: NodeJS.Timeout | undefined;
   private stopped = false;
 
   constructor(private readonly options: EnvironmentPoolOptions<E>) {
@@ -90,7 +99,10 @@ export class EnvironmentPool<E extends PooledEnvironment> {
     }
     this.inFlight += 1;
     const free = this.takeIdle();
-    if (free) return free;
+    if (free) {
+      this.handedAt.set(free, Date.now());
+      return free;
+    }
     try {
       return await new Promise<E>((resolve, reject) => {
         const waiter: Waiter<E> = {
@@ -122,6 +134,9 @@ export class EnvironmentPool<E extends PooledEnvironment> {
    */
   release(environment: E, reusable: boolean): void {
     this.inFlight -= 1;
+    const handedAt = this.handedAt.get(environment);
+    this.handedAt.delete(environment);
+    if (handedAt !== undefined) this.runMs = average(this.runMs, Date.now() - handedAt);
     if (reusable) {
       this.hand(environment);
       return;
@@ -139,6 +154,7 @@ export class EnvironmentPool<E extends PooledEnvironment> {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.reaper);
+    clearTimeout(this.recheck);
     for (const waiter of this.waiters.splice(0)) {
       clearTimeout(waiter.timer);
       waiter.reject(new Error(`${this.options.functionName} is stopped`));
@@ -149,23 +165,44 @@ export class EnvironmentPool<E extends PooledEnvironment> {
     await Promise.all(all.map((environment) => environment.stop()));
   }
 
-  /** Starts environments for the waiting invocations that no cold start under way or queued already serves. */
+  /** Queues a cold start when a waiting invocation needs one, and none is queued already. */
   private scale(): void {
-    while (
-      !this.stopped &&
-      this.waiters.length > this.queuedStarts + this.initializing &&
-      this.alive.size + this.queuedStarts + this.initializing < this.options.concurrency
-    ) {
-      this.queuedStarts += 1;
-      void machineInits.run(() => this.coldStart());
+    if (this.stopped) return;
+    if (this.waiters.length > 0 && !this.recheck) {
+      this.recheck = setTimeout(() => {
+        this.recheck = undefined;
+        this.scale();
+      }, RECHECK_MS);
     }
+    const starting = this.queuedStarts + this.initializing;
+    if (this.queuedStarts > 0 || this.alive.size + starting >= this.options.concurrency) return;
+    if (this.unserved() <= 0) return;
+    this.queuedStarts += 1;
+    void machineInits.run(() => this.coldStart());
+  }
+
+  /**
+   * The waiting invocations that neither the cold starts under way nor the running environments would serve within
+   * an init's time: those a new environment would serve sooner. Before an invocation or an init has been timed,
+   * every waiting invocation not covered by a start is.
+   */
+  private unserved(): number {
+    const starting = this.queuedStarts + this.initializing;
+    const running = this.alive.size - this.idle.length;
+    if (this.runMs === undefined || this.initMs === undefined || running === 0) return this.waiters.length - starting;
+    // An invocation that has run longer than usual is likely to run on: it counts at its age so far.
+    const oldest = Math.min(Date.now(), ...this.handedAt.values());
+    const runMs = Math.max(1, this.runMs, Date.now() - oldest);
+    return this.waiters.length - running * Math.floor(this.initMs / runMs) - starting;
   }
 
   private async coldStart(): Promise<void> {
     this.queuedStarts -= 1;
-    // An environment given back meanwhile may have served the invocation this start was queued for.
-    if (this.stopped || this.waiters.length <= this.initializing) return;
+    // Environments given back meanwhile may serve the invocations this start was queued for.
+    if (this.stopped || this.unserved() <= 0) return;
     this.initializing += 1;
+    // The next one may queue meanwhile.
+    this.scale();
     let environment: E;
     try {
       environment = await this.startOne();
@@ -182,10 +219,13 @@ export class EnvironmentPool<E extends PooledEnvironment> {
     }
     this.initializing -= 1;
     this.hand(environment);
+    this.scale();
   }
 
   private async startOne(): Promise<E> {
+    const startedAt = Date.now();
     const environment = await this.options.start();
+    this.initMs = average(this.initMs, Date.now() - startedAt);
     if (this.stopped) {
       // Started while the function was being stopped: it must not outlive it.
       await environment.stop();
@@ -208,6 +248,7 @@ export class EnvironmentPool<E extends PooledEnvironment> {
       return;
     }
     clearTimeout(waiter.timer);
+    this.handedAt.set(environment, Date.now());
     waiter.resolve(environment);
   }
 
@@ -235,6 +276,11 @@ export class EnvironmentPool<E extends PooledEnvironment> {
     // Oldest first; the last one stays whatever its age.
     while (this.idle.length > 1 && this.idle[0]!.since < cutoff) this.drop(this.idle.shift()!.environment);
   }
+}
+
+/** A moving average that follows the machine's load within a few samples. */
+function average(previous: number | undefined, sample: number): number {
+  return previous === undefined ? sample : 0.7 * previous + 0.3 * sample;
 }
 
 /** At most `size` tasks at once; the others wait in order. */

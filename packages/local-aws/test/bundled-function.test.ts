@@ -177,6 +177,16 @@ describe('startBundledFunction', () => {
     expect(new Set(results.map(({ pid }) => pid)).size).toBe(5);
   });
 
+  it('starts environments for invocations that wait behind ones running longer than usual', async () => {
+    const fn = start(bundle(INSPECTING_HANDLER), {}, { concurrency: 4 });
+    // Invocations of milliseconds, so far.
+    await report(fn);
+    await report(fn);
+    const running = Promise.all(Array.from({ length: 4 }, () => report(fn, { sleepMs: 6_000 })));
+    await waitUntil(() => fn.environmentPids().length === 4, 6_000);
+    expect(new Set((await running).map(({ pid }) => pid)).size).toBe(4);
+  });
+
   it('throttles an invocation past its concurrency at once, as Lambda does, and takes the next one again', async () => {
     const fn = start(bundle(INSPECTING_HANDLER), {}, { concurrency: 1 });
     const running = invoke(fn, { sleepMs: 1_500 });
