@@ -42,6 +42,7 @@ const ON_BOTH_STORES = [
   '**/test/e2e/settlement.test.ts',
   '**/test/e2e/settlement-latency.test.ts',
   '**/test/e2e/client.test.ts',
+  '**/test/e2e/burst.test.ts',
   '**/test/local/demo/page.test.ts',
 ];
 const POSTGRES_ONLY = ['**/test/e2e/postgres-faults.test.ts'];
