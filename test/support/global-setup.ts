@@ -23,6 +23,8 @@ export default async function globalSetup(): Promise<void> {
   // Jest runs each project's global setup (jest.config.js has two): the second finds both addresses given.
   if (dynamoDb) started.__dynamoDbLocal__ = dynamoDb;
   if (postgres) started.__postgresLocal__ = postgres;
+  // Nothing started (both given: the second project, or a mutation run calling jest once per mutant): nothing to kill.
+  if (!dynamoDb && !postgres) return;
   const killNow = () => {
     for (const server of [dynamoDb, postgres]) {
       if (!server) continue;

@@ -1,0 +1,58 @@
+/**
+ * What `npm run mutate` mutates, in groups that each run as one Stryker run: the files of one driver (or of the
+ * engine's protocol) and the tests that may kill their mutants. A driver's mutants meet only the published suites
+ * on its real server (`describeStoreContract`, `describeProtocolModel`): what a third-party store is proven by. The
+ * engine's meet those suites on every store and the engine's own tests (test/engine/), for what no store suite can
+ * reach. Plain CommonJS: Stryker's config, the jest config and the report all read it.
+ */
+const lib = 'packages/keystone-idempotency';
+const suites = {
+  contract: `${lib}/test/engine/store.test.ts`,
+  memory: `${lib}/test/engine/driver-store.test.ts`,
+  redis: `${lib}/test/redis/store-contract.test.ts`,
+  model: `${lib}/test/engine/protocol.model.test.ts`,
+};
+
+/** @type {readonly { name: string, mutate: string[], tests: string[] }[]} */
+const groups = [
+  {
+    name: 'dynamodb',
+    mutate: ['driver.ts', 'expressions.ts', 'recovery-index.ts', 'write-errors.ts'].map(
+      (f) => `${lib}/src/dynamodb/${f}`,
+    ),
+    tests: [suites.contract, suites.model],
+  },
+  {
+    name: 'postgres',
+    mutate: ['driver.ts', 'statements.ts'].map((f) => `${lib}/src/postgres/${f}`),
+    tests: [suites.contract, suites.model],
+  },
+  {
+    name: 'engine',
+    mutate: ['driver-store.ts', 'ownership.ts', 'decide.ts', 'step-runner.ts', 'recovery.ts', 'operation.ts'].map(
+      (f) => `${lib}/src/engine/${f}`,
+    ),
+    tests: [
+      suites.contract,
+      suites.memory,
+      suites.redis,
+      suites.model,
+      ...['decide', 'operation', 'recovery', 'steps', 'make-idempotent', 'replay-cache', 'switch'].map(
+        (f) => `${lib}/test/engine/${f}.test.ts`,
+      ),
+    ],
+  },
+  {
+    name: 'redis',
+    mutate: ['driver.ts', 'scripts.ts', 'effect.ts'].map((f) => `${lib}/src/redis/${f}`),
+    tests: [suites.redis, suites.model],
+  },
+];
+
+function groupNamed(name) {
+  const group = groups.find((g) => g.name === name);
+  if (!group) throw new Error(`no mutation group "${name}": one of ${groups.map((g) => g.name).join(', ')}`);
+  return group;
+}
+
+module.exports = { groups, groupNamed };
