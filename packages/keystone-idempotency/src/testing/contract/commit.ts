@@ -42,6 +42,10 @@ export function describeCommit<TEffect>(contract: Contract<TEffect>): void {
       const lease = await acquire(s, key);
       const foreign = { notAnEffect: true } as unknown as TEffect;
       assert.throws(() => s.checkEffect?.(foreign, 0), { name: 'EffectKindError' });
+      // Nothing any store writes, each refused with the index it was given.
+      for (const [index, nothing] of [null, undefined, 'SELECT 1', 42, true, [], {}].entries()) {
+        assert.throws(() => s.checkEffect?.(nothing, index), { name: 'EffectKindError', index }, String(nothing));
+      }
       const refused = await rejection(s.commit(lease, created, [h.effect(key, 'p'), foreign]));
       assert.ok(refused instanceof EffectKindError && refused.index === 1, `got ${refused}`);
       assert.equal(await h.rowsUnder(key), 0);
