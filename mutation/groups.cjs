@@ -1,9 +1,10 @@
 /**
  * What `npm run mutate` mutates, in groups that each run as one Stryker run: the files of one driver (or of the
- * engine's protocol) and the tests that may kill their mutants. A driver's mutants meet only the published suites
- * on its real server (`describeStoreContract`, `describeProtocolModel`): what a third-party store is proven by. The
- * engine's meet those suites on every store and the engine's own tests (test/engine/), for what no store suite can
- * reach. Plain CommonJS: Stryker's config, the jest config and the report all read it.
+ * engine's protocol) and the tests that may kill their mutants, in the order they run. A driver's mutants meet the
+ * published suites on its real server first (`describeStoreContract`, `describeProtocolModel`: what a third-party
+ * store is proven by), then only those of the store's own tests that check what no suite can reach (its own
+ * options). The engine's meet the suites on every store, then the engine's own tests (test/engine/). Plain
+ * CommonJS: Stryker's config, the jest config and the report all read it.
  */
 const lib = 'packages/keystone-idempotency';
 const suites = {
@@ -25,7 +26,7 @@ const groups = [
   {
     name: 'postgres',
     mutate: ['driver.ts', 'statements.ts'].map((f) => `${lib}/src/postgres/${f}`),
-    tests: [suites.contract, suites.model],
+    tests: [suites.contract, suites.model, `${lib}/test/postgres/options.test.ts`],
   },
   {
     name: 'engine',
@@ -55,4 +56,7 @@ function groupNamed(name) {
   return group;
 }
 
-module.exports = { groups, groupNamed };
+/** The published suites' test files: a mutant a case of theirs kills is killed by the suites. */
+const suiteFiles = Object.values(suites);
+
+module.exports = { groups, groupNamed, suiteFiles };

@@ -22,6 +22,7 @@ interface Mutant {
 }
 interface Report {
   readonly files: Record<string, { source: string; mutants: Mutant[] }>;
+  readonly testFiles?: Record<string, { tests: { id: string; name: string }[] }>;
 }
 interface Timings {
   readonly total: number;
@@ -54,6 +55,8 @@ export interface FileRow {
   readonly file: string;
   readonly mutants: number;
   readonly killed: number;
+  /** Killed by a case of the library's own tests, none of the published suites' having failed first. */
+  readonly killedByOwnTests: number;
   readonly timedOut: number;
   readonly survived: number;
   readonly equivalent: number;
@@ -66,7 +69,10 @@ export interface FileRow {
 }
 
 export function fileRows(): { rows: FileRow[]; stale: Equivalent[]; missing: string[] } {
-  const { groups } = require('./groups.cjs') as { groups: readonly { name: string; mutate: string[] }[] };
+  const { groups, suiteFiles } = require('./groups.cjs') as {
+    groups: readonly { name: string; mutate: string[] }[];
+    suiteFiles: string[];
+  };
   const rows: FileRow[] = [];
   const used = new Set<Equivalent>();
   const missing: string[] = [];
@@ -77,6 +83,11 @@ export function fileRows(): { rows: FileRow[]; stale: Equivalent[]; missing: str
       continue;
     }
     const report: Report = JSON.parse(readFileSync(path, 'utf8'));
+    const suiteTests = new Set(
+      Object.entries(report.testFiles ?? {})
+        .filter(([testFile]) => suiteFiles.some((suite) => testFile.endsWith(suite)))
+        .flatMap(([, { tests }]) => tests.map((test) => test.id)),
+    );
     const timingPath = join(__dirname, 'incremental', `${group.name}.timing.json`);
     const timing: Timings | undefined = existsSync(timingPath)
       ? JSON.parse(readFileSync(timingPath, 'utf8'))
@@ -106,12 +117,16 @@ export function fileRows(): { rows: FileRow[]; stale: Equivalent[]; missing: str
         }
       }
       const killed = count('Killed');
+      const killedByOwnTests = valid.filter(
+        (m) => m.status === 'Killed' && !(m.killedBy ?? []).some((test) => suiteTests.has(test)),
+      ).length;
       const timedOut = count('Timeout');
       rows.push({
         group: group.name,
         file,
         mutants: valid.length,
         killed,
+        killedByOwnTests,
         timedOut,
         survived: count('Survived'),
         equivalent,
@@ -154,12 +169,12 @@ export function writeMutationReport(path: string): { belowThreshold: string[] } 
     'each is listed with its reason in mutation/equivalent.ts. Time: the wall time spent on the file in its',
     "group's last full run, on this two-core machine shared with other work.",
     '',
-    '| group | file | mutants | killed (timed out) | survived | equivalent | no coverage | score | time | not run: compile errors, message text |',
+    '| group | file | mutants | killed (timed out; by own tests) | survived | equivalent | no coverage | score | time | not run: compile errors, message text |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.group} | \`${r.file.replace('packages/keystone-idempotency/', '')}\` | ${r.mutants} | ${r.killed + r.timedOut} (${r.timedOut}) | ${r.survived} | ${r.equivalent} | ${r.noCoverage} | ${r.score.toFixed(1)} % | ${duration(r.seconds)} | ${r.compileErrors}, ${r.ignored} |`,
+      `| ${r.group} | \`${r.file.replace('packages/keystone-idempotency/', '')}\` | ${r.mutants} | ${r.killed + r.timedOut} (${r.timedOut}; ${r.killedByOwnTests}) | ${r.survived} | ${r.equivalent} | ${r.noCoverage} | ${r.score.toFixed(1)} % | ${duration(r.seconds)} | ${r.compileErrors}, ${r.ignored} |`,
     );
   }
   lines.push('', 'Survived counts every survivor, equivalent ones included; none but those is left unexplained.', '');
