@@ -385,7 +385,17 @@ const createOrder: OperationObject = {
       ),
     ),
     '415': sameAsPayments('415'),
-    '422': sameAsPayments('422'),
+    '422': problemResponse(
+      `${sameAsPayments('422').description} \`shipment-refused\`: the warehouse refused to ship the order for good ` +
+        '(after its charge): the charge was refunded and the stock given back before this answer was stored; a retry ' +
+        'of the same key replays it.',
+      oneOfThese(
+        problem('Problem', ProblemType.idempotencyKeyReused),
+        problem('PaymentRejectedProblem', PaymentProblemType.paymentRejected),
+        problem('Problem', PaymentProblemType.shipmentRefused),
+      ),
+      { [REPLAYED_HEADER]: headerRef('IdempotentReplayed') },
+    ),
     ...gatewayResponses,
     ...internalErrors(),
     '502': orderUnavailable('502'),

@@ -41,6 +41,11 @@ export const PaymentProblemType = {
   stockContended: 'stock-contended',
   /** The warehouse did not answer a booking, or its lookup (502/503/504 + Retry-After): retry with the same key. */
   warehouseUnavailable: 'warehouse-unavailable',
+  /**
+   * The warehouse refused to ship the order for good (422): its charge was refunded and its stock given back before
+   * this answer was stored; a retry of the same key replays it.
+   */
+  shipmentRefused: 'shipment-refused',
   /** The mailer did not answer (502/503/504 + Retry-After): retry with the same key; the order is kept as far as it got. */
   mailerUnavailable: 'mailer-unavailable',
   /** A webhook's signature is missing, forged or stale (401): nothing was stored. */

@@ -29,6 +29,10 @@ export async function attempt(
     // Nothing was done, so nothing is remembered: a retry with the same key must be free to do the work.
     return { response: serviceUnavailable(), remember: false, hangUp: false };
   }
+  if (fault?.mode === 'refuse') {
+    // Refused before anything was done: not remembered either, as a processor keeps no answer to a request it refused.
+    return { response: refused(), remember: false, hangUp: false };
+  }
   if (fault?.mode === 'delay') await sleep(fault.ms, undefined, { signal });
   const response = perform();
   if (fault?.mode === 'delay_after_charge') await sleep(fault.ms, undefined, { signal }).catch(() => undefined);
@@ -39,5 +43,18 @@ function serviceUnavailable(): StoredResponse {
   return {
     status: 503,
     body: { error: { type: ErrorType.api, message: 'The sandbox is unavailable (injected fault). Retry later.' } },
+  };
+}
+
+function refused(): StoredResponse {
+  return {
+    status: 400,
+    body: {
+      error: {
+        type: ErrorType.invalidRequest,
+        code: 'refused',
+        message: 'The request was refused (injected fault): sending it again will not change that.',
+      },
+    },
   };
 }

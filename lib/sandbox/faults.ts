@@ -35,6 +35,11 @@ const faultSchema = z.discriminatedUnion('mode', [
   z.strictObject({ mode: z.literal('delay'), ms: z.number().int().min(0).max(MAX_DELAY_MS), ...common }),
   /** Answer 503 without doing the work, as an overloaded front door would. */
   z.strictObject({ mode: z.literal('error_503'), ...common }),
+  /**
+   * Refuse the request for good, doing nothing: a 400 (`refused`), as a warehouse answers a line it will not ship or a
+   * processor a refund it will not make. Sending it again changes nothing but the fault's count.
+   */
+  z.strictObject({ mode: z.literal('refuse'), ...common }),
   /** Do the work, then destroy the socket without answering: the client cannot tell whether it happened. */
   z.strictObject({ mode: z.literal('drop_after_charge'), ...common }),
   /**
@@ -74,6 +79,7 @@ export type FaultSpec = z.infer<typeof faultSchema>;
 export type Fault =
   | { readonly mode: 'delay'; readonly ms: number }
   | { readonly mode: 'error_503' }
+  | { readonly mode: 'refuse' }
   | { readonly mode: 'drop_after_charge' }
   | { readonly mode: 'delay_after_charge'; readonly ms: number }
   | { readonly mode: 'in_transit'; readonly ms: number };

@@ -29,7 +29,8 @@ const API_KEYS = { [API_KEY]: ACCOUNT, [OTHER_KEY]: 'acct_orders_other' };
 const main = e2eStack({
   name: 'orders',
   apiKeys: API_KEYS,
-  settings: { PROCESSOR_TIMEOUT_MS: '1500', WAREHOUSE_TIMEOUT_MS: '1500' },
+  // A booking can land up to 1.5 + 3 s after it was sent: "none" before then is no answer.
+  settings: { PROCESSOR_TIMEOUT_MS: '1500', WAREHOUSE_TIMEOUT_MS: '1500', WAREHOUSE_PROCESSING_WINDOW_MS: '3000' },
 });
 const crashes = e2eStack({
   name: 'orders-crash',
@@ -41,6 +42,7 @@ const crashes = e2eStack({
     CONSUMER_FUNCTION_TIMEOUT_MS: '2500',
     PROCESSOR_TIMEOUT_MS: '1500',
     WAREHOUSE_TIMEOUT_MS: '1500',
+    WAREHOUSE_PROCESSING_WINDOW_MS: '9000',
     MAILER_TIMEOUT_MS: '1000',
     COMPLETER_INTERVAL_SECONDS: '1',
   },
@@ -411,5 +413,129 @@ describe('a warehouse that does not answer in time', () => {
       (booked) => booked.length === 1,
     );
     await expectOrderedOnce(key, await orderUntilAnswered(key));
+  });
+});
+
+describe('a booking still on its way when the order is retried (absence is never concluded while it may land)', () => {
+  beforeEach(() => {
+    e2e = main;
+  });
+
+  it('waits for a booking the warehouse has not seen yet: 503 until it can no longer land, then finds it', async () => {
+    const key = randomUUID();
+    await fault({ mode: 'in_transit', ms: 3000, target: 'shipments' });
+    expect((await order(key)).status).toBeGreaterThanOrEqual(500);
+    // The warehouse's lookup knows nothing of it yet: before, the retry took that for "never booked" and booked again.
+    const retry = await order(key);
+    expect(retry.status).toBe(503);
+    expect(await retry.json()).toMatchObject({ type: expect.stringMatching(/warehouse-unavailable$/) });
+    expect(Number(retry.headers.get('retry-after'))).toBeGreaterThanOrEqual(2);
+    await expectOrderedOnce(key, await orderUntilAnswered(key));
+  });
+
+  it('waits for a booking the warehouse is still making: its lookup says so, and nothing is booked twice', async () => {
+    const key = randomUUID();
+    await fault({ mode: 'delay', ms: 3000, target: 'shipments' });
+    expect((await order(key)).status).toBeGreaterThanOrEqual(500);
+    const retry = await order(key);
+    expect(retry.status).toBe(503);
+    await expectOrderedOnce(key, await orderUntilAnswered(key));
+  });
+
+  it('is finished by the completer when the client never comes back, without booking it again', async () => {
+    e2e = crashes;
+    const key = randomUUID();
+    // Still in transit when the completer first takes the order over (a lease after the first answer), landed long
+    // before the next try, once a booking sent at the start can no longer land (1.5 + 9 s, and the margins).
+    await fault({ mode: 'in_transit', ms: 9000, target: 'shipments' });
+    const heldUntil = Date.now() + 9000;
+    expect((await order(key)).status).toBeGreaterThanOrEqual(500);
+    const orderId = chargesForKey(key)[0]!.metadata.order_id!;
+    await eventually(
+      async () => ((await (await getOrder(orderId)).json()) as OrderWithSteps).status,
+      (status) => status === 'confirmed',
+      40_000,
+    );
+    // The held booking lands at the end of its hold: only then does "one shipment" say anything.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, heldUntil + 1000 - Date.now())));
+    await expectOrderedOnce(key, await order(key));
+  });
+});
+
+describe.each(FRONT_DOORS)('an order the warehouse refuses after its charge, through %s', (_door, urlOf) => {
+  beforeEach(() => {
+    e2e = main;
+  });
+
+  /** The end of a refused order: one charge, refunded once; the stock back; a 422 stored; every step accounted for. */
+  async function expectRefusedOnce(key: string, answer: Response, before: { available: number; reserved: number }) {
+    expect(answer.status).toBe(422);
+    expect(await answer.json()).toMatchObject({ type: expect.stringMatching(/shipment-refused$/), status: 422 });
+    const [charge, ...more] = chargesForKey(key);
+    expect(more).toEqual([]);
+    const orderId = charge!.metadata.order_id!;
+    const refunds = e2e.sandbox.refunds().filter((refund) => refund.charge === charge!.id);
+    expect(refunds).toHaveLength(1);
+    expect(refunds[0]).toMatchObject({ amount: widgets.amount });
+    expect(await stock()).toMatchObject(before);
+    const seen = await witnesses(orderId);
+    expect(seen.shipments).toEqual([]);
+    expect(seen.emails).toEqual([]);
+    expect(seen.reservations).toEqual([expect.objectContaining({ state: 'released' })]);
+    const shown = (await (await getOrder(orderId)).json()) as OrderWithSteps;
+    expect(shown).toMatchObject({ status: 'refused', charge_id: charge!.id, shipment_id: null, email_id: null });
+    expect(shown.steps).toEqual([
+      { name: 'reserve', state: 'released', ref: null },
+      { name: 'charge', state: 'refunded', ref: refunds[0]!.id },
+      { name: 'ship', state: 'refused', ref: null },
+      { name: 'notify', state: 'skipped', ref: null },
+    ]);
+    const replay = await order(key, { url: urlOf(e2e) });
+    expect(replay.status).toBe(422);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(e2e.sandbox.refunds().filter((refund) => refund.charge === charge!.id)).toHaveLength(1);
+  }
+
+  it('refunds the charge, gives the stock back and stores a 422: it never retries for ever', async () => {
+    const key = randomUUID();
+    const before = await stock();
+    await fault({ mode: 'refuse', target: 'shipments' });
+    // Before: every non-2xx of the warehouse was "unavailable", a 502 "retry with the same key" for ever.
+    await expectRefusedOnce(key, await order(key, { url: urlOf(e2e) }), before);
+  });
+
+  it('finishes a refund that failed the first time: the client is told to come back, then gets the 422', async () => {
+    e2e = crashes;
+    const key = randomUUID();
+    const before = await stock();
+    await fault({ mode: 'refuse', target: 'shipments' });
+    await fault({ mode: 'error_503', target: 'refunds' });
+    const first = await order(key, { url: urlOf(e2e) });
+    expect(first.status).toBe(409);
+    expect(Number(first.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    await expectRefusedOnce(key, await orderUntilAnswered(key, { url: urlOf(e2e) }), before);
+  });
+});
+
+describe('an order refused after its charge whose client never comes back', () => {
+  it('is compensated by the completer, the refund made once though it failed the first time', async () => {
+    e2e = crashes;
+    const key = randomUUID();
+    const before = await stock();
+    await fault({ mode: 'refuse', target: 'shipments' });
+    await fault({ mode: 'error_503', target: 'refunds', count: 2 });
+    expect((await order(key)).status).toBe(409);
+    const orderId = chargesForKey(key)[0]!.metadata.order_id!;
+    // Backed off a lease, then two: the completer's second and third tries.
+    await eventually(
+      async () => ((await (await getOrder(orderId)).json()) as OrderWithSteps).steps[0]!.state,
+      (state) => state === 'released',
+      40_000,
+    );
+    const answer = await order(key);
+    expect(answer.headers.get('idempotent-replayed')).toBe('true');
+    expect(answer.status).toBe(422);
+    expect(e2e.sandbox.refunds().filter((refund) => refund.charge === chargesForKey(key)[0]!.id)).toHaveLength(1);
+    expect(await stock()).toMatchObject(before);
   });
 });

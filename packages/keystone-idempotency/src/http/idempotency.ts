@@ -291,12 +291,19 @@ export function httpIdempotency<TEffect, TEvent extends HttpEvent = HttpEvent>(
     settled: Extract<Settlement, { kind: 'refused' | 'compensating' }>,
   ): HttpResult | APIGatewayProxyResult | undefined {
     if (settled.kind === 'compensating') {
+      logger.warn('a compensation failed; the operation is tried again later', {
+        failures: settled.failures,
+        retryAfterMs: settled.retryAfterMs,
+        error: String(settled.error),
+      });
       return inFlight(
         request,
         settled.retryAfterMs,
         'This operation was refused and is being undone; retry later for its final answer.',
       );
     }
+    // The outside system's own words go to the log, never into the answer.
+    logger.warn('operation refused for good', { step: settled.refusal.step, reason: settled.refusal.message });
     if (settled.response === undefined) return undefined;
     count(IdempotencyMetric.committed);
     return writeResponse(fromStored(settled.response), request.event);
