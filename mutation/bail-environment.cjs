@@ -13,6 +13,8 @@ class BailingEnvironment extends TestEnvironment {
   async handleTestEvent(event) {
     const mutant = process.env[ACTIVE_MUTANT];
     if (mutant === undefined) return;
+    // A block not yet started is skipped whole, its hooks with it (no tables made for cases that won't run).
+    if (event.name === 'run_describe_start' && process[killed] === mutant) event.describeBlock.mode = 'skip';
     if (event.name === 'test_start' && process[killed] === mutant) event.test.mode = 'skip';
     if (event.name === 'test_done' && event.test.errors.length > 0) process[killed] = mutant;
   }

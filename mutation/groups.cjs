@@ -2,9 +2,10 @@
  * What `npm run mutate` mutates, in groups that each run as one Stryker run: the files of one driver (or of the
  * engine's protocol) and the tests that may kill their mutants, in the order they run. A driver's mutants meet the
  * published suites on its real server first (`describeStoreContract`, `describeProtocolModel`: what a third-party
- * store is proven by), then only those of the store's own tests that check what no suite can reach (its own
- * options). The engine's meet the suites on every store, then the engine's own tests (test/engine/). Plain
- * CommonJS: Stryker's config, the jest config and the report all read it.
+ * store is proven by), then the store's own tests of what no suite can reach (its own options, its effects' shape,
+ * faults its server only shows through a proxy). The engine's meet the suites on every store, then the engine's own
+ * tests (test/engine/). The report tells the kills of the suites from those of the own tests. Plain CommonJS:
+ * Stryker's config, the jest config and the report all read it.
  */
 const lib = 'packages/keystone-idempotency';
 const suites = {
@@ -21,21 +22,22 @@ const groups = [
     mutate: ['driver.ts', 'expressions.ts', 'recovery-index.ts', 'write-errors.ts'].map(
       (f) => `${lib}/src/dynamodb/${f}`,
     ),
-    tests: [suites.contract, suites.model],
+    tests: [suites.contract, suites.model, `${lib}/test/dynamodb/store.test.ts`],
   },
   {
     name: 'postgres',
     mutate: ['driver.ts', 'statements.ts'].map((f) => `${lib}/src/postgres/${f}`),
-    tests: [suites.contract, suites.model, `${lib}/test/postgres/options.test.ts`],
+    tests: [suites.contract, suites.model, ...['options', 'store'].map((f) => `${lib}/test/postgres/${f}.test.ts`)],
   },
   {
     name: 'engine',
     mutate: ['driver-store.ts', 'ownership.ts', 'decide.ts', 'step-runner.ts', 'recovery.ts', 'operation.ts'].map(
       (f) => `${lib}/src/engine/${f}`,
     ),
+    // The memory driver's suite first: in-process, it kills most of the engine's mutants in milliseconds.
     tests: [
-      suites.contract,
       suites.memory,
+      suites.contract,
       suites.redis,
       suites.model,
       ...['decide', 'operation', 'recovery', 'steps', 'make-idempotent', 'replay-cache', 'switch'].map(

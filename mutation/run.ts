@@ -25,6 +25,12 @@ const args = process.argv.slice(2);
 const force = args.includes('--force');
 const reportOnly = args.includes('--report');
 const ci = args.includes('--ci');
+/**
+ * What `--ci` may spend on Stryker runs of changed groups, in all: past it, the run stops and fails, and the change
+ * is for `npm run mutate` on a developer's machine, its results committed.
+ */
+const CI_BUDGET_MS = Number(process.env.MUTATE_CI_BUDGET_MINUTES ?? 20) * 60_000;
+const startedAt = Date.now();
 const chosen = args.filter((arg) => !arg.startsWith('--'));
 const names = chosen.length > 0 ? chosen : groups.map((group) => group.name);
 
@@ -90,6 +96,18 @@ async function runStryker(group: string): Promise<{ code: number; reused: string
       detached: true,
     });
     stryker = child;
+    const budget = ci
+      ? setTimeout(
+          () => {
+            console.error(
+              `mutation: ${group} changed more than CI's ${CI_BUDGET_MS / 60_000} minutes of mutation testing cover: ` +
+                `run npm run mutate -- ${group}, and commit mutation/incremental and bench/results/mutation.md`,
+            );
+            if (child.pid) process.kill(-child.pid, 'SIGKILL');
+          },
+          Math.max(0, CI_BUDGET_MS - (Date.now() - startedAt)),
+        )
+      : undefined;
     let reused: string | undefined;
     child.stdout?.on('data', (chunk: Buffer) => {
       const text = chunk.toString();
@@ -98,7 +116,10 @@ async function runStryker(group: string): Promise<{ code: number; reused: string
       if (found) reused = `${found[1]} of ${found[2]} mutants reused`;
     });
     child.once('exit', (code, signal) => {
+      clearTimeout(budget);
       stryker = undefined;
+      // Killed (past CI's budget), it had no time to remove its sandbox.
+      if (signal) rmSync(join(root, '.stryker-tmp'), { recursive: true, force: true });
       resolve({ code: code ?? (signal ? 1 : 0), reused });
     });
   });
