@@ -118,6 +118,7 @@ describe('the local stack, run from source', () => {
     expect(modules.filter((file) => file.startsWith('lib/infra/')).sort()).toEqual([
       'lib/infra/functions.ts',
       'lib/infra/library-source.ts', // a constant, for the demo page's bundle
+      'lib/infra/throttling.ts', // plain data: the REST API's answer to a throttled function
     ]);
   });
 });
