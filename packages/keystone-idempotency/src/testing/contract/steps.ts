@@ -18,7 +18,7 @@ import { acquire, acquireRecoverable, type Contract, created, LEASE_MS, newKey, 
 
 /** Recovery points (steps): checkpoints with their effects, resumed, fenced, limited. */
 export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
-  const { h, describe, it, store, stored, faultIt, faultyStore, loseReplies } = contract;
+  const { h, describe, it, store, stored, countingIt, faultIt, faultyStore, loseReplies } = contract;
   describe('recovery points (steps)', () => {
     /** The operation's handle over a lease, as every adapter builds it. */
     const operation = (s: IdempotencyStore<TEffect>, lease: Lease) => new ClaimedOperation(s, lease);
@@ -344,6 +344,45 @@ export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
       const repeated = await rejection(other.handle.step('huge', async () => 1));
       assert.ok(repeated instanceof StepUsageError && repeated.reason === 'duplicate_name', `got ${repeated}`);
     });
+
+    countingIt(
+      'checkpoints in one round trip, with effects or without, and refuses one out of turn in one',
+      async (counter) => {
+        const s = store();
+        if (typeof s.checkpoint !== 'function') return;
+        const key = newKey();
+        const lease = await acquire(s, key);
+        const done = (...names: string[]) => names.map((name) => ({ name, state: StepState.Done, attempt: 1, at: 1 }));
+        const checkpoints: [string, Promise<unknown>][] = [];
+        const once = async (what: string, write: () => Promise<unknown>) => {
+          counter.reset();
+          checkpoints.push([what, write()]);
+          await checkpoints.at(-1)?.[1].catch(() => undefined);
+          assert.equal(counter.count, 1, what);
+        };
+        await once('without effects', () => s.checkpoint!(lease, { revision: 1, steps: done('a') }));
+        await once('with effects', () =>
+          s.checkpoint!(lease, { revision: 2, steps: done('a', 'b') }, [h.effect(key, 'b')]),
+        );
+        await once('out of turn', () => s.checkpoint!(lease, { revision: 4, steps: done('a', 'b', 'c') }));
+        await once('out of turn, with effects', () =>
+          s.checkpoint!(lease, { revision: 4, steps: done('a', 'b', 'c') }, [h.effect(key, 'c')]),
+        );
+        const refused = await Promise.all(
+          checkpoints.map(([, write]) =>
+            write.then(
+              () => undefined,
+              (e: unknown) => e,
+            ),
+          ),
+        );
+        assert.deepEqual(
+          refused.map((error) => error instanceof LeaseLostError),
+          [false, false, true, true],
+        );
+        assert.equal(await h.rowsUnder(key), 1);
+      },
+    );
 
     faultIt('checkpoints once when the client sends again a checkpoint whose reply was lost', async () => {
       const s = faultyStore();
