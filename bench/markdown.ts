@@ -1,12 +1,13 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { type BenchReport, renderReport } from './report';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { type BenchReport, markdownReport } from './report';
 
 /**
- * `npx tsx --conditions=keystone-source bench/markdown.ts [results.json]`: a committed run's report with its tables in
- * Markdown, for bench/README.md to quote, so the figures there are the run's own and not copied by hand. Reads
- * `bench/results/latest.json` unless given another file.
+ * `npm run bench:report [-- results.json]`: a run's tables in Markdown, written next to its JSON
+ * (bench/results/latest.md beside latest.json), without running the bench again. `npm run bench` writes the same file
+ * at its end; this is for a report whose rendering changed, or a run kept elsewhere.
  */
-const file = process.argv[2] ?? join(__dirname, 'results', 'latest.json');
-const report = JSON.parse(readFileSync(file, 'utf8')) as BenchReport;
-process.stdout.write(`${renderReport(report, { markdown: true })}\n`);
+const json = resolve(process.argv[2] ?? join(__dirname, 'results', 'latest.json'));
+const { file, text } = markdownReport(JSON.parse(readFileSync(json, 'utf8')) as BenchReport, json);
+writeFileSync(file, text);
+console.log(`written to ${relative(process.cwd(), file)}`);

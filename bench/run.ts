@@ -16,8 +16,8 @@
  *   8. cold start: bundle size and import time of the payments function (on either store), next to a Powertools
  *      equivalent;
  *   9. a 4-step order (recovery points), first request and replay, beside the same order as one handler.
- * Prints a report, writes it to bench/results/latest.json (and a chart, latest.html), exits 1 only when a correctness
- * assertion fails.
+ * Prints a report, writes it to bench/results/latest.json (with a chart, latest.html, and its tables in Markdown,
+ * latest.md), exits 1 only when a correctness assertion fails.
  *
  *   BENCH_CALLS=500          calls per variant and path          BENCH_WARMUP=50     unmeasured rounds first
  *   BENCH_STORM_ROUNDS=7     storms per variant                  BENCH_COLD_RUNS=10  fresh processes per bundle
@@ -26,7 +26,7 @@
  *   BENCH_ORDER_CALLS=200    orders per variant and path         BENCH_SUSTAINED_SECONDS=60 per store and traffic
  *   BENCH_SKIP=http,settlement,postgres,redis,cold,orders  leave parts out (also: storm, rtt, scale, expiry,
  *                            sustained)
- *   BENCH_OUT=bench/results/latest.json
+ *   BENCH_OUT=bench/results/latest.json  (latest.html and latest.md beside it)
  *   BENCH_PATHS=replay_cached  measure only these paths (default: every path)
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -45,7 +45,7 @@ import { measureOrders, type OrdersResult } from './orders';
 import { measurePath, PATH_NAMES, type PathResult } from './paths';
 import { ASSUMPTIONS, callCost } from './projection';
 import { measureRedis, type RedisResult, redisCorrectness } from './redis';
-import { type BenchReport, renderReport } from './report';
+import { type BenchReport, chartFile, markdownReport, renderReport } from './report';
 import { measureScale, type ScaleResult } from './scale';
 import { measureSettlement, type SettlementResult } from './settlement';
 import { BENCH_AUTOVACUUM_NAPTIME_SECONDS, measureStores, type StoresResult, startBenchPostgres } from './stores';
@@ -260,9 +260,11 @@ async function main(): Promise<number> {
   console.log(`\n${renderReport(full)}`);
   await mkdir(dirname(OUT), { recursive: true });
   await writeFile(OUT, `${JSON.stringify(full, null, 2)}\n`);
-  const chart = OUT.replace(/\.json$/, '.html');
+  const chart = chartFile(OUT);
   await writeFile(chart, renderChart(full));
-  console.log(`\nwritten to ${OUT} and ${chart}`);
+  const tables = markdownReport(full, OUT);
+  await writeFile(tables.file, tables.text);
+  console.log(`\nwritten to ${OUT}, ${chart} and ${tables.file}`);
   return full.correctness.every((check) => check.passed) ? 0 : 1;
 }
 
