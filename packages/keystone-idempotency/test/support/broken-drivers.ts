@@ -693,6 +693,20 @@ export const brokenDrivers: readonly BrokenDriver[] = [
       })(),
   },
   {
+    name: 'findDue reports firstDueAt a lease after recoverAt (not after the first claim)',
+    method: 'findDue',
+    dropped: 'firstDueAt (createdAt + leaseMs, never later than recoverAt)',
+    killedBy: [
+      `${findDue}tells when each is due, and when it was first due: a lease after its first claim, never later`,
+    ],
+    make: () =>
+      new (class extends MemoryDriver {
+        override async findDue(query: { now: number; limit: number; leaseMs: number }) {
+          return (await super.findDue(query)).map((due) => ({ ...due, firstDueAt: due.recoverAt + query.leaseMs }));
+        }
+      })(),
+  },
+  {
     name: 'findDue answers newest first',
     method: 'findDue',
     dropped: 'oldest recoverAt first',

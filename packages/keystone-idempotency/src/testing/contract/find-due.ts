@@ -5,7 +5,7 @@ import { acquireRecoverable, type Contract, created, LEASE_MS, newKey } from './
 
 /** findDue, the recovery set: what is due and when, oldest first, out once committed. */
 export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
-  const { describe, it, store } = contract;
+  const { h, describe, it, store } = contract;
   describe('findDue (the recovery set)', () => {
     // Every case reads with a limit far above what a test table holds, and keeps to its own keys: other cases'
     // records share the table. Clocks start at the real now (DynamoDB Local's TTL sweeper works in wall-clock time).
@@ -73,6 +73,41 @@ export function describeFindDue<TEffect>(contract: Contract<TEffect>): void {
         [committed, plain, control].map((key) => due.includes(key)),
         [false, false, true],
       );
+    });
+
+    it('tells when each is due, and when it was first due: a lease after its first claim, never later', async () => {
+      const clock = new ManualClock(Date.now());
+      const s = store(clock);
+      const released = newKey();
+      const releasedAt = clock.now();
+      const lease = await acquireRecoverable(s, released);
+      clock.advance(1000);
+      assert.equal(await s.release(lease), true);
+      const running = newKey();
+      const runningAt = clock.now();
+      await acquireRecoverable(s, running);
+      for (const key of [released, running]) await settled(key, true);
+      clock.advance(3 * LEASE_MS);
+      const operations = [
+        { key: released, createdAt: releasedAt, recoverAt: releasedAt + 1000 + LEASE_MS },
+        { key: running, createdAt: runningAt, recoverAt: runningAt + LEASE_MS },
+      ];
+      // Read by this store, and by one with a longer lease than the claims had: never first due after it was due.
+      for (const leaseMs of [LEASE_MS, 2 * LEASE_MS]) {
+        const reader = h.store({ clock, leaseSeconds: leaseMs / 1000 });
+        const due = new Map((await reader.findDue({ limit: 1000 })).map((d) => [d.key, d]));
+        for (const { key, createdAt, recoverAt } of operations) {
+          const found = due.get(key);
+          assert.equal(found?.recoverAt, recoverAt, `${key}: recoverAt`);
+          // Optional: a store whose recovery index holds no creation time leaves it out.
+          if (found?.firstDueAt === undefined) continue;
+          assert.equal(
+            found.firstDueAt,
+            Math.min(recoverAt, createdAt + leaseMs),
+            `${key}: firstDueAt (${leaseMs} ms)`,
+          );
+        }
+      }
     });
 
     it('answers oldest first, within its limit', async () => {
