@@ -16,13 +16,18 @@ export function describeCommit<TEffect>(contract: Contract<TEffect>): void {
   describe('commit', () => {
     it('writes neither the effect nor the completion when an effect condition fails', async () => {
       const s = store();
-      const key = newKey();
-      const first = await acquire(s, key);
-      const error = await rejection(s.commit(first, created, [h.effect(key, 'p'), h.blockedEffect()]));
-      assert.ok(error instanceof EffectConditionFailedError, `expected EffectConditionFailedError, got ${error}`);
-      assert.equal(error.index, 1);
-      assert.equal(await h.rowsUnder(key), 0);
-      assert.equal((await s.claim(key, 'fp')).kind, 'in_flight');
+      // The failing effect first, between two, and last: the error names its index each time.
+      for (const index of [0, 1, 2]) {
+        const key = newKey();
+        const first = await acquire(s, key);
+        const effects = [h.effect(key, 'p'), h.effect(key, 'q')];
+        effects.splice(index, 0, h.blockedEffect());
+        const error = await rejection(s.commit(first, created, effects));
+        assert.ok(error instanceof EffectConditionFailedError, `expected EffectConditionFailedError, got ${error}`);
+        assert.equal(error.index, index);
+        assert.equal(await h.rowsUnder(key), 0);
+        assert.equal((await s.claim(key, 'fp')).kind, 'in_flight');
+      }
     });
 
     it('refuses a commit after its owner released the record, writing nothing', async () => {

@@ -95,17 +95,16 @@ export function describeOneShot<TEffect>(contract: Contract<TEffect>): void {
 
     it('writes nothing when one of its effects fails its own condition', async () => {
       const s = store();
-      const key = newKey();
-      const error = await rejection(
-        s.claimAndCommit(key, 'fp', async () => ({
-          response: created,
-          effects: [h.effect(key, 'p'), h.blockedEffect()],
-        })),
-      );
-      assert.ok(error instanceof EffectConditionFailedError, `expected EffectConditionFailedError, got ${error}`);
-      assert.equal(error.index, 1);
-      assert.equal(await h.rowsUnder(key), 0);
-      assert.equal(await stored(key, s), undefined);
+      for (const index of [0, 1, 2]) {
+        const key = newKey();
+        const effects = [h.effect(key, 'p'), h.effect(key, 'q')];
+        effects.splice(index, 0, h.blockedEffect());
+        const error = await rejection(s.claimAndCommit(key, 'fp', async () => ({ response: created, effects })));
+        assert.ok(error instanceof EffectConditionFailedError, `expected EffectConditionFailedError, got ${error}`);
+        assert.equal(error.index, index);
+        assert.equal(await h.rowsUnder(key), 0);
+        assert.equal(await stored(key, s), undefined);
+      }
     });
 
     faultIt('commits once when the client sends again a one-shot commit whose reply was lost', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { IdempotencyStore } from '../../engine/contract.js';
 import {
   CheckpointTooLargeError,
+  EffectConditionFailedError,
   LeaseLostError,
   StepOutcomeUnknownError,
   StepResultNotJsonError,
@@ -240,6 +241,27 @@ export function describeSteps<TEffect>(contract: Contract<TEffect>): void {
       assert.equal(await h.rowsUnder(key), 0);
       assertMatches(await stored(key, s), { progress: { revision: 1, steps: [{ result: 'first' }] } });
     });
+
+    stepIt(
+      'writes neither the progress nor any effect when an effect of a checkpoint fails its condition',
+      async (s) => {
+        const done = { name: 'a', state: StepState.Done, attempt: 1, at: 1 };
+        for (const index of [0, 1, 2]) {
+          const key = newKey();
+          const lease = await acquire(s, key);
+          const effects = [h.effect(key, 'p'), h.effect(key, 'q')];
+          effects.splice(index, 0, h.blockedEffect());
+          const error = await rejection(s.checkpoint!(lease, { revision: 1, steps: [done] }, effects));
+          assert.ok(error instanceof EffectConditionFailedError, `expected EffectConditionFailedError, got ${error}`);
+          assert.equal(error.index, index);
+          assert.equal(await h.rowsUnder(key), 0);
+          assert.equal((await stored(key, s))?.progress, undefined);
+          // Nothing written: the same checkpoint without the failing effect is the next one still.
+          await s.checkpoint!(lease, { revision: 1, steps: [done] }, [h.effect(key, 'p')]);
+          assert.equal(await h.rowsUnder(key), 1);
+        }
+      },
+    );
 
     stepIt('refuses a checkpoint once its owner released or committed the record, writing nothing', async (s) => {
       const done = { name: 'late', state: StepState.Done, result: 'late', attempt: 1, at: 1 };
