@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { OneShotOutcome } from '../../src/engine/contract';
-import { ContendedError, EffectConditionFailedError, EffectKindError, IdempotencyError } from '../../src/engine/errors';
+import {
+  ConfigurationError,
+  ContendedError,
+  EffectConditionFailedError,
+  EffectKindError,
+  IdempotencyError,
+} from '../../src/engine/errors';
 import { scopedKey } from '../../src/engine/key';
 import { makeIdempotent } from '../../src/engine/make-idempotent';
 import type { IdempotencyHandle } from '../../src/engine/operation';
@@ -179,6 +185,20 @@ describe('effects', () => {
     expect(error).toBeInstanceOf(EffectConditionFailedError);
     expect(error).toMatchObject({ index: 1, item: { effect: 1, expected: 1, actual: 0 } });
     expect(await pg.rowsUnder(key)).toBe(0);
+  });
+
+  it('take expectRows 0 and a statement without values, and refuse expectRows that is no whole number of rows', async () => {
+    const s = pg.store();
+    const key = newKey();
+    const lease = await acquire(s, key);
+    const none: PostgresEffect = { text: `SELECT 1 FROM ${pg.effectsTable} WHERE false`, expectRows: 0 };
+    for (const expectRows of [-1, 0.5]) {
+      const wrong = { ...none, expectRows };
+      await expect(s.commit(lease, created, [row(key, 'p'), wrong])).rejects.toBeInstanceOf(ConfigurationError);
+      expect(await pg.rowsUnder(key)).toBe(0);
+    }
+    await s.commit(lease, created, [row(key, 'p'), none, { text: 'SELECT 1' }]);
+    expect(await pg.rowsUnder(key)).toBe(1);
   });
 
   it('pass on an error that is not a condition as it is, writing nothing', async () => {
