@@ -129,6 +129,7 @@ describe('PaymentProblemType', () => {
       'insufficientStock',
       'stockContended',
       'warehouseUnavailable',
+      'shipmentRefused',
       'mailerUnavailable',
       'invalidSignature',
     ]);
