@@ -293,6 +293,51 @@ describe('an effect that is not a PostgreSQL effect', () => {
   });
 });
 
+describe('a database error in a write', () => {
+  /**
+   * A table of its own whose CHECK refuses a third attempt, a response of status 599 and a fifth checkpoint: each
+   * write meets an error of the database, not its fence, and must pass it on as it is, never answer in flight or
+   * take it for a lost lease.
+   */
+  async function refusingStore(): Promise<PostgresStore> {
+    const table = `keys_${randomUUID().replaceAll('-', '').slice(0, 8)}`;
+    await migrate(pg.pool, { schema: pg.schema, table });
+    await pg.pool.query(
+      `ALTER TABLE "${pg.schema}"."${table}" ADD CONSTRAINT refuses CHECK (attempt < 3 AND response_status IS DISTINCT FROM 599 AND coalesce(step_revision, 0) < 5)`,
+    );
+    return pg.store({ table });
+  }
+  const violation = { code: '23514', constraint: 'refuses' };
+
+  it('is passed on by a claim (a takeover)', async () => {
+    const s = await refusingStore();
+    const key = newKey();
+    await s.release(await acquire(s, key));
+    await s.release(await acquire(s, key));
+    await expect(s.claim(key, 'fp')).rejects.toMatchObject(violation);
+  });
+
+  it('is passed on by a commit, with effects or without, which writes nothing', async () => {
+    const s = await refusingStore();
+    for (const effects of [[], [row(randomUUID(), 'p')]]) {
+      const key = newKey();
+      const lease = await acquire(s, key);
+      await expect(s.commit(lease, { ...created, statusCode: 599 }, effects)).rejects.toMatchObject(violation);
+      expect((await s.claim(key, 'fp')).kind).toBe('in_flight');
+    }
+  });
+
+  it('is passed on by a checkpoint, with effects or without', async () => {
+    const s = await refusingStore();
+    const done = { name: 'a', state: 'done', attempt: 1, at: 1 } as const;
+    for (const effects of [[], [row(randomUUID(), 'p')]]) {
+      const lease = await acquire(s, newKey());
+      for (let revision = 1; revision < 5; revision++) await s.checkpoint!(lease, { revision, steps: [done] });
+      await expect(s.checkpoint!(lease, { revision: 5, steps: [done] }, effects)).rejects.toMatchObject(violation);
+    }
+  });
+});
+
 describe("a one-shot commit's lock timeout", () => {
   /** A one-shot whose function effect reports the lock timeout its statements run under. */
   async function effectsLockTimeout(s: PostgresStore, key: string): Promise<string | undefined> {
