@@ -27,7 +27,11 @@ const groups = [
   {
     name: 'postgres',
     mutate: ['driver.ts', 'statements.ts'].map((f) => `${lib}/src/postgres/${f}`),
-    tests: [suites.contract, suites.model, ...['options', 'store'].map((f) => `${lib}/test/postgres/${f}.test.ts`)],
+    tests: [
+      suites.contract,
+      suites.model,
+      ...['options', 'store', 'bounded-waits'].map((f) => `${lib}/test/postgres/${f}.test.ts`),
+    ],
   },
   {
     name: 'engine',

@@ -66,6 +66,7 @@ export interface FileRow {
   readonly score: number;
   readonly seconds: number | undefined;
   readonly unexplained: { line: number; mutator: string; original: string; replacement: string }[];
+  readonly equivalents: { line: number; entry: Equivalent }[];
 }
 
 export function fileRows(): { rows: FileRow[]; stale: Equivalent[]; missing: string[] } {
@@ -101,12 +102,14 @@ export function fileRows(): { rows: FileRow[]; stale: Equivalent[]; missing: str
       const valid = result.mutants.filter((m) => m.status !== 'CompileError' && m.status !== 'Ignored');
       const count = (status: string) => valid.filter((m) => m.status === status).length;
       const unexplained: FileRow['unexplained'] = [];
+      const matched: FileRow['equivalents'] = [];
       let equivalent = 0;
       for (const mutant of valid.filter((m) => m.status === 'Survived' || m.status === 'NoCoverage')) {
         const entry = equivalents.find(matches(file, result.source, mutant));
         if (entry) {
           used.add(entry);
           equivalent++;
+          matched.push({ line: mutant.location.start.line, entry });
         } else {
           unexplained.push({
             line: mutant.location.start.line,
@@ -136,6 +139,7 @@ export function fileRows(): { rows: FileRow[]; stale: Equivalent[]; missing: str
         score: valid.length === 0 ? 100 : (100 * (killed + timedOut)) / valid.length,
         seconds: timing?.files[file],
         unexplained,
+        equivalents: matched,
       });
     }
   }
@@ -161,15 +165,25 @@ export function writeMutationReport(path: string): { belowThreshold: string[] } 
   const lines: string[] = [
     '# Mutation testing: the drivers and the protocol against the published suites',
     '',
-    `Written by \`npm run mutate\` (mutation/run.ts) at commit ${commit}, ${new Date().toISOString().slice(0, 10)}.`,
-    'Stryker mutates each file below one small way at a time; a mutant is killed when a test fails on it. A',
-    "driver's mutants meet only the published suites on its real server (the store contract and the protocol",
-    "model); the engine's meet those on every store and the engine's own tests (mutation/groups.cjs). Score:",
-    'killed and timed out over all mutants that compile. An equivalent mutant changes nothing a caller can see;',
-    'each is listed with its reason in mutation/equivalent.ts. Time: the wall time spent on the file in its',
-    "group's last full run, on this two-core machine shared with other work.",
+    `Written by \`npm run mutate\` (mutation/run.ts) at commit ${commit}, ${new Date().toISOString().slice(0, 10)}, from`,
+    "each group's last results (mutation/incremental/). Stryker changes each file below one small way at a time (a",
+    'condition dropped, a comparison flipped, a statement removed); a mutant is killed when a test fails on it. A',
+    "driver's mutants meet the published suites on its real server first (the store contract and the protocol",
+    "model), then the store's own tests of what no suite reaches; the engine's meet the suites on every store, then",
+    "the engine's own tests (mutation/groups.cjs). A mutant's run stops at its first failing case, so a kill is",
+    'credited to the suites whenever one of their cases fails on it: "by own tests" counts the others.',
     '',
-    '| group | file | mutants | killed (timed out; by own tests) | survived | equivalent | no coverage | score | time | not run: compile errors, message text |',
+    "- mutants: those that compile (Stryker's TypeScript checker drops the rest) and change code, not an error",
+    "  message's wording (mutation/message-ignorer.mjs); both are counted apart, in the last column;",
+    '- killed: a test failed (or the run outlasted its time: timed out);',
+    '- survived: no test failed; each is either listed in mutation/equivalent.ts with the reason it changes nothing a',
+    '  caller can see (equivalent), or listed at the end of this page;',
+    '- no coverage: no test reaches the code at all;',
+    '- score: killed (timed out included) over mutants; at least 90 % in every file;',
+    "- time: the wall time spent on the file in its group's last full run, on this two-core machine shared with",
+    '  other work.',
+    '',
+    '| group | file | mutants | killed (timed out; by own tests) | survived | equivalent | no coverage | score | time | compile errors, message text |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const r of rows) {
@@ -177,12 +191,21 @@ export function writeMutationReport(path: string): { belowThreshold: string[] } 
       `| ${r.group} | \`${r.file.replace('packages/keystone-idempotency/', '')}\` | ${r.mutants} | ${r.killed + r.timedOut} (${r.timedOut}; ${r.killedByOwnTests}) | ${r.survived} | ${r.equivalent} | ${r.noCoverage} | ${r.score.toFixed(1)} % | ${duration(r.seconds)} | ${r.compileErrors}, ${r.ignored} |`,
     );
   }
-  lines.push('', 'Survived counts every survivor, equivalent ones included; none but those is left unexplained.', '');
+  lines.push('');
   lines.push('## Run times', '', '| group | full run | incremental rerun |', '| --- | --- | --- |');
   for (const [group, t] of Object.entries(timings)) {
     const full = t.full ? `${duration(t.full.seconds)} (${t.full.date.slice(0, 10)}, ${t.full.commit})` : 'not yet';
     const incremental = t.incremental ? `${duration(t.incremental.seconds)} (${t.incremental.reused})` : 'not yet';
     lines.push(`| ${group} | ${full} | ${incremental} |`);
+  }
+  const equivalent = rows.flatMap((r) => r.equivalents.map((e) => ({ file: r.file, ...e })));
+  if (equivalent.length > 0) {
+    lines.push('', '## Equivalent mutants, and why each changes nothing', '');
+    for (const { file, line, entry } of equivalent) {
+      lines.push(
+        `- \`${file.replace('packages/keystone-idempotency/', '')}\`:${line} ${entry.mutator}: ${short(entry.original)} -> ${short(entry.replacement)}. ${entry.reason}`,
+      );
+    }
   }
   const unexplained = rows.flatMap((r) => r.unexplained.map((u) => ({ file: r.file, ...u })));
   if (unexplained.length > 0) {

@@ -8,7 +8,8 @@ import { fileRows, THRESHOLD, writeMutationReport } from './report';
 /**
  * `npm run mutate [-- group...]`: Stryker over each group of mutation/groups.cjs in turn (all by default),
  * incrementally against the committed results (mutation/incremental/), then the report (bench/results/mutation.md).
- * `--force` tests every mutant again; `--report` only writes the report again; `--ci` is what `npm test` runs: a
+ * `--force` tests every mutant again; `--report` only writes the report again; `--survivors` prints each survivor
+ * not yet explained as an entry for mutation/equivalent.ts; `--ci` is what `npm test` runs: a
  * group whose files are as its committed results recorded them is checked from those results (no mutant runs), one
  * whose files changed runs Stryker incrementally (only the mutants of what changed), and any file below the threshold
  * fails.
@@ -157,6 +158,7 @@ async function runGroup(name: string, timings: Record<string, GroupTimings>): Pr
 
 async function main(): Promise<number> {
   if (reportOnly) return report();
+  if (args.includes('--survivors')) return survivors();
   const timings: Record<string, GroupTimings> = JSON.parse(readFileSync(TIMINGS, 'utf8'));
   for (const name of names) {
     const group = groups.find((candidate) => candidate.name === name);
@@ -181,6 +183,17 @@ function report(): number {
   const { belowThreshold } = writeMutationReport(join(root, 'bench/results/mutation.md'));
   for (const line of belowThreshold) console.error(`mutation: below ${THRESHOLD} %: ${line}`);
   return belowThreshold.length > 0 ? 1 : 0;
+}
+
+/** `--survivors`: each survivor left unexplained, as an entry of mutation/equivalent.ts waiting for its reason. */
+function survivors(): number {
+  for (const row of fileRows().rows) {
+    for (const u of row.unexplained) {
+      const entry = { file: row.file, mutator: u.mutator, original: u.original, replacement: u.replacement };
+      console.log(`// line ${u.line}\n${JSON.stringify({ ...entry, reason: '' }, null, 2)},`);
+    }
+  }
+  return 0;
 }
 
 /** What `--ci` holds every file to: the threshold, and (from committed results) no survivor left unexplained. */
