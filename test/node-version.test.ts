@@ -13,14 +13,14 @@ const lock = JSON.parse(readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8
 const engines: string = pkg.engines.node;
 const nvmrc = readFileSync(path.join(ROOT, '.nvmrc'), 'utf8').trim();
 
-/** The oldest release of each supported line (`^20.20.0 || ^22.12.0` → 20.20.0, 22.12.0). */
+/** The oldest release of each supported line (`^20.20.0 || ^22.13.0` → 20.20.0, 22.13.0). */
 const oldestSupported = new semver.Range(engines).set.map((comparators) =>
   semver.minVersion(new semver.Range(comparators.map((comparator) => comparator.value).join(' '))),
 );
 
 describe('Node versions', () => {
   it('supports exactly two lines: 20.20 (this machine and CI) and 22 (the Lambda runtime)', () => {
-    expect(oldestSupported.map(String)).toEqual(['20.20.0', '22.12.0']);
+    expect(oldestSupported.map(String)).toEqual(['20.20.0', '22.13.0']);
     expect(semver.satisfies(process.version, engines)).toBe(true);
   });
 
