@@ -172,7 +172,12 @@ async function main(): Promise<number> {
       continue;
     }
     if (!(await runGroup(name, timings))) return 1;
-    if (!ci) writeFileSync(TIMINGS, `${JSON.stringify(timings, null, 2)}\n`);
+    if (!ci) {
+      // Read again: another group's run may have written its own timings since this one started.
+      const latest: Record<string, GroupTimings> = JSON.parse(readFileSync(TIMINGS, 'utf8'));
+      latest[name] = timings[name] ?? {};
+      writeFileSync(TIMINGS, `${JSON.stringify(latest, null, 2)}\n`);
+    }
   }
   return ci ? check() : report();
 }
