@@ -279,11 +279,10 @@ SELECT ${this.names.expectRows}((SELECT count(*) FROM effect), $${values.length 
   }
 
   /** The bounds a transaction of this store sets first: see {@link sql.transactionBounds}. */
-  private bounds(lockMs?: number): Statement {
+  private bounds(): Statement {
     const statementMs = this.db.timeLeftMs();
     return sql.transactionBounds({
       idleMs: this.idleInTransactionTimeoutMs,
-      ...(lockMs === undefined ? {} : { lockMs }),
       ...(statementMs === undefined ? {} : { statementMs }),
     });
   }

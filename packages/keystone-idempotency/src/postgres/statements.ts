@@ -400,23 +400,13 @@ export function purgeBatch(names: TableNames, now: number, limit: number): State
  *   statements (and an effect function's queries), so a transaction left idle this long has lost its client (a
  *   partition, a proxy that stopped forwarding): the server ends the session and its row locks go with it, instead
  *   of holding the key until TCP notices, hours later.
- * - `lock_timeout`, when given: how long the transaction's first write waits on a row another session holds.
  * - `statement_timeout`, when given: the time the call has left; a statement the caller stopped waiting for stops.
  * A bound not given stays what the session has (the role's or the database's setting).
  */
-export function transactionBounds(bounds: {
-  readonly idleMs: number;
-  readonly lockMs?: number;
-  readonly statementMs?: number;
-}): Statement {
+export function transactionBounds(bounds: { readonly idleMs: number; readonly statementMs?: number }): Statement {
   return {
     text: `SELECT set_config('idle_in_transaction_session_timeout', $1, true),
-       set_config('lock_timeout', coalesce($2, current_setting('lock_timeout')), true),
-       set_config('statement_timeout', coalesce($3, current_setting('statement_timeout')), true)`,
-    values: [
-      String(bounds.idleMs),
-      bounds.lockMs === undefined ? null : String(bounds.lockMs),
-      bounds.statementMs === undefined ? null : String(Math.max(1, bounds.statementMs)),
-    ],
+       set_config('statement_timeout', coalesce($2, current_setting('statement_timeout')), true)`,
+    values: [String(bounds.idleMs), bounds.statementMs === undefined ? null : String(Math.max(1, bounds.statementMs))],
   };
 }

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { scopedKey } from '../../src/engine/key';
+import { ClaimedOperation } from '../../src/engine/operation';
 import type { Lease, StoredResponse } from '../../src/engine/record';
+import type { PostgresEffect } from '../../src/postgres/effect';
 import type { PostgresStore } from '../../src/postgres/store';
 import { FakeClock } from '../support/fake-clock';
 import { postgresUrl, testPostgres } from '../support/postgres';
@@ -194,5 +196,126 @@ describe('sessions the server terminates under a pipelining pool shared with pla
     }
     await new Promise((resolve) => setTimeout(resolve, 100)); // the sockets' last events
     expect(uncaught).toEqual([]);
+  });
+});
+
+describe("a commit's transaction is bounded in the server as well", () => {
+  /** The session's settings as an effect function sees them, inside the commit's own transaction. */
+  const settingsSeen =
+    (into: Record<string, string>): PostgresEffect =>
+    async (tx) => {
+      const { rows } = await tx.query<{ statement: string; idle: string }>(
+        `SELECT current_setting('statement_timeout') AS statement,
+              current_setting('idle_in_transaction_session_timeout') AS idle`,
+      );
+      Object.assign(into, rows[0]);
+    };
+  const ms = (setting: string | undefined) => {
+    const found = /^(\d+)(ms|s|min)?$/.exec(setting ?? '');
+    if (!found) throw new Error(`not a duration: ${setting}`);
+    return Number(found[1]) * ({ s: 1000, min: 60_000 }[found[2] ?? ''] ?? 1);
+  };
+
+  it('by the time the call has left (statement_timeout), when it has a deadline', async () => {
+    const deadline = Date.now() + 20_000;
+    const s = pg.store({ deadline: () => deadline, idleInTransactionTimeoutMs: 4_000 });
+    const seen: Record<string, string> = {};
+    await s.commit(await acquire(s, newKey()), created, [settingsSeen(seen)]);
+    // What was left when the transaction began: a little under 20 s, never a millisecond, never unbounded.
+    expect(ms(seen.statement)).toBeGreaterThan(10_000);
+    expect(ms(seen.statement)).toBeLessThanOrEqual(20_000);
+    expect(ms(seen.idle)).toBe(4_000);
+    // A step that takes 50 ms is well within it.
+    await s.commit(await acquire(s, newKey()), created, [{ text: 'SELECT pg_sleep(0.05)' }]);
+  });
+
+  it("by the session's own setting when the call has no deadline", async () => {
+    const s = pg.store();
+    const seen: Record<string, string> = {};
+    await s.commit(await acquire(s, newKey()), created, [settingsSeen(seen)]);
+    const { rows } = await pg.pool.query<{ statement: string }>(
+      `SELECT current_setting('statement_timeout') AS statement`,
+    );
+    expect(seen.statement).toBe(rows[0]?.statement);
+  });
+
+  it('the same for a checkpoint with effects', async () => {
+    const deadline = Date.now() + 20_000;
+    const s = pg.store({ deadline: () => deadline });
+    const seen: Record<string, string> = {};
+    const lease = await acquire(s, newKey());
+    await new ClaimedOperation(s, lease).handle.step('charge', async (step) => {
+      step.stage(settingsSeen(seen));
+      return 'ch_1';
+    });
+    expect(seen.statement).toBeDefined();
+    expect(ms(seen.statement)).toBeGreaterThan(10_000);
+    expect(ms(seen.statement)).toBeLessThanOrEqual(20_000);
+  });
+});
+
+describe('a one-shot meeting a row another session holds', () => {
+  const oneShot = (s: PostgresStore, key: string) =>
+    s.claimAndCommit(key, 'fp', async () => ({ response: created, effects: [{ text: 'SELECT 1' }] }));
+
+  it('writes nothing and ends within its rounds when the takeover it would make waits on a held row', async () => {
+    const clock = new FakeClock(Date.now());
+    const s = pg.store({ clock, leaseSeconds: 2, ttlSeconds: 2, lockTimeoutMs: 300 });
+    const key = newKey();
+    const lease = await acquire(s, key);
+    const holder = await holdRow(key);
+    try {
+      clock.advance(2_500); // the owner's lease ran out: the one-shot's write is a takeover, which waits on the row
+      // Each round waits the lock timeout, reads the record as committed (still the first owner's) and tries again;
+      // then it gives up contended (a retryable answer). A claim answers in flight at once here (above).
+      const answer = await within(
+        5_000,
+        oneShot(s, key).catch((e: unknown) => e),
+      );
+      expect(answer).toMatchObject({ name: 'ContendedError' });
+    } finally {
+      await holder.end();
+    }
+    // The row as it stands (a read through the store would hide it: its ttl ran out on the fake clock).
+    const { rows } = await pg.pool.query(
+      `SELECT status, lease_token FROM "${pg.schema}".idempotency_keys WHERE scope = $1 AND key = $2`,
+      [key.slice(0, key.lastIndexOf('|')), key.slice(key.lastIndexOf('|') + 1)],
+    );
+    expect(rows).toEqual([{ status: 'IN_PROGRESS', lease_token: lease.leaseToken }]);
+  });
+
+  it('is contended (never in flight, never written) while another session inserts the same key uncommitted', async () => {
+    const s = pg.store({ lockTimeoutMs: 300 });
+    const template = newKey();
+    await acquire(s, template);
+    const key = newKey();
+    // Another session's insert of `key`, not yet committed: invisible to a read, holding the unique index entry.
+    const client = new Client({ connectionString: postgresUrl() });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      const table = `"${pg.schema}".idempotency_keys`;
+      await client.query(
+        `INSERT INTO ${table}
+         SELECT (jsonb_populate_record(NULL::${table}, to_jsonb(r) || jsonb_build_object('key', $3::text))).*
+           FROM ${table} AS r WHERE r.scope = $1 AND r.key = $2`,
+        [
+          template.slice(0, template.lastIndexOf('|')),
+          template.slice(template.lastIndexOf('|') + 1),
+          key.slice(key.lastIndexOf('|') + 1),
+        ],
+      );
+      const error = await within(
+        5_000,
+        oneShot(s, key).catch((e: unknown) => e),
+      );
+      expect(error).toMatchObject({ name: 'ContendedError' });
+      expect((error as Error).cause).toMatchObject({ code: '55P03' }); // lock_not_available: the lock timeout
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined);
+      await client.end().catch(() => undefined);
+    }
+    expect(await s.get(key)).toBeUndefined();
   });
 });

@@ -280,7 +280,11 @@ describe('an effect that is not a PostgreSQL effect', () => {
     }
     const refusals: [unknown, string][] = [
       [{ Update: { TableName: 'payments' } }, 'it has Update (a DynamoDB transaction item'],
+      [{ Delete: { TableName: 'payments' } }, 'it has Delete (a DynamoDB transaction item'],
+      [{ ConditionCheck: { TableName: 'payments' } }, 'it has ConditionCheck (a DynamoDB transaction item'],
       [{ text: '' }, 'it has no SQL `text`'],
+      [{ text: ' \n\t ' }, 'it has no SQL `text`'],
+      [[{ text: 'SELECT 1' }], 'it is an array'],
       [{ values: [1] }, 'it has no SQL `text`'],
       [{ text: 'SELECT $1', values: 1 }, 'its `values` is not an array'],
       ['SELECT 1', 'it is string'],
