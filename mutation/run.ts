@@ -44,6 +44,9 @@ const TIMINGS = join(__dirname, 'timings.json');
 
 let servers: Promise<(DynamoDbLocal | PostgresLocal | undefined)[]> | undefined;
 let stryker: ReturnType<typeof spawn> | undefined;
+/** The group Stryker is running now: its sandbox (mutation/stryker.config.mjs) is the one to remove when stopped. */
+let running: string | undefined;
+const sandboxOf = (group: string) => join(root, '.stryker-tmp', group);
 
 /** DynamoDB Local and PostgreSQL, started on first need (unless given) and kept for the rest of the run. */
 function startServers() {
@@ -77,7 +80,7 @@ function killNow(started: readonly ({ pid: number } | undefined)[]): void {
       // already gone
     }
   }
-  rmSync(join(root, '.stryker-tmp'), { recursive: true, force: true });
+  if (running) rmSync(sandboxOf(running), { recursive: true, force: true });
 }
 
 /** One Stryker run of `group`: its exit code, and how many results the incremental file gave it. */
@@ -97,6 +100,7 @@ async function runStryker(group: string): Promise<{ code: number; reused: string
       detached: true,
     });
     stryker = child;
+    running = group;
     const budget = ci
       ? setTimeout(
           () => {
@@ -120,7 +124,8 @@ async function runStryker(group: string): Promise<{ code: number; reused: string
       clearTimeout(budget);
       stryker = undefined;
       // Killed (past CI's budget), it had no time to remove its sandbox.
-      if (signal) rmSync(join(root, '.stryker-tmp'), { recursive: true, force: true });
+      if (signal) rmSync(sandboxOf(group), { recursive: true, force: true });
+      running = undefined;
       resolve({ code: code ?? (signal ? 1 : 0), reused });
     });
   });

@@ -34,9 +34,11 @@ export default {
   jsonReporter: { fileName: `mutation/reports/${group.name}.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportMutants: false, reportScoreTable: true },
   thresholds: { high: 95, low: 90, break: null },
-  tempDirName: '.stryker-tmp',
+  // A directory per group: two groups run side by side (and run.ts, stopping one, removes its sandbox only).
+  tempDirName: `.stryker-tmp/${group.name}`,
   cleanTempDir: 'always',
   ignorePatterns: [
+    '.stryker-tmp',
     'cdk.out',
     'mutation/reports',
     'mutation/incremental',
