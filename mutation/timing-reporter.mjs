@@ -6,7 +6,7 @@
  * survivor is also written to <group>.survivors.txt as soon as it is known, to work on while the run goes on.
  */
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, relative } from 'node:path';
 import { commonTokens, declareClassPlugin, PluginKind } from '@stryker-mutator/api/plugin';
 
 class TimingReporter {
@@ -31,7 +31,9 @@ class TimingReporter {
   /** @param {import('@stryker-mutator/api/core').MutantResult} result */
   onMutantTested(result) {
     const now = Date.now();
-    this.seconds[result.fileName] = (this.seconds[result.fileName] ?? 0) + (now - this.last) / 1000;
+    // Stryker names the file by its absolute path: kept relative to the repository, as the groups name it.
+    const file = relative(process.cwd(), result.fileName);
+    this.seconds[file] = (this.seconds[file] ?? 0) + (now - this.last) / 1000;
     this.last = now;
     if (result.status === 'Survived' || result.status === 'NoCoverage') {
       const { line, column } = result.location.start;
