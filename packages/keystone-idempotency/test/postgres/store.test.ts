@@ -273,7 +273,7 @@ describe('an effect that is not a PostgreSQL effect', () => {
     expect(await s.get(key)).toBeUndefined();
   });
 
-  it('is told apart from a statement or an effect function by checkEffect, which names what is wrong', () => {
+  it('is told apart from a statement or an effect function by checkEffect, which names what is wrong (any DynamoDB action)', () => {
     const s = pg.store();
     for (const good of [{ text: 'SELECT 1' }, { text: 'SELECT $1', values: [1], expectRows: 1 }, async () => 1]) {
       expect(() => s.checkEffect(good, 0)).not.toThrow();
