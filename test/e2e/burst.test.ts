@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Charge } from '../../lib/sandbox/charges';
-import { type E2eStack, e2eStack } from '../support/e2e-stack';
+import { type E2eStack, e2eStack, FRONT_DOORS } from '../support/e2e-stack';
 import { eventually } from '../support/eventually';
 import { descendantEnvironments } from '../support/process-environment';
 
@@ -58,11 +58,6 @@ const widgets = {
   source: 'tok_visa',
   email: 'buyer@example.com',
 };
-
-const FRONT_DOORS = [
-  ['the REST API', (stack: E2eStack) => stack.url],
-  ['the HTTP API', (stack: E2eStack) => stack.httpApiUrl],
-] as const;
 
 interface Answer {
   readonly status: number;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { OpenAPIObject } from 'openapi3-ts/oas31';
 import type { Charge } from '../../lib/sandbox/charges';
 import { getJson, injectFault } from '../sandbox/client';
-import { e2eStack } from '../support/e2e-stack';
+import { e2eStack, FRONT_DOORS } from '../support/e2e-stack';
 import { eventually } from '../support/eventually';
 import { OpenApiContract } from '../support/openapi-contract';
 
@@ -81,30 +81,25 @@ async function expectOneCharge(response: Response, clientKey: string): Promise<P
   return payment;
 }
 
-const FRONT_DOORS = [
-  ['the REST API', () => e2e.url],
-  ['the HTTP API', () => e2e.httpApiUrl],
-] as const;
-
 describe.each(FRONT_DOORS)('the payments flows through %s', (_door, urlOf) => {
   it('replays the first answer byte for byte, with Idempotent-Replayed, and charges once', async () => {
     const key = randomUUID();
-    const first = await pay(urlOf(), key);
+    const first = await pay(urlOf(e2e), key);
     const payment = await expectOneCharge(first, key);
-    const again = await pay(urlOf(), key);
+    const again = await pay(urlOf(e2e), key);
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('location')).toBe(`/payments/${payment.id}`);
     expect(await again.text()).toBe(await first.text());
-    expect((await getPayment(urlOf(), payment.id)).status).toBe(200);
-    expect((await getPayment(urlOf(), payment.id, KEY_B)).status).toBe(404);
+    expect((await getPayment(urlOf(e2e), payment.id)).status).toBe(200);
+    expect((await getPayment(urlOf(e2e), payment.id, KEY_B)).status).toBe(404);
     expect(chargesFor(key)).toHaveLength(1);
   });
 
   it('answers the key reused with another body 422 idempotency-key-reused, and charges nothing more', async () => {
     const key = randomUUID();
-    await expectOneCharge(await pay(urlOf(), key), key);
-    const changed = await pay(urlOf(), key, { body: { ...card, amount: 4300 } });
+    await expectOneCharge(await pay(urlOf(e2e), key), key);
+    const changed = await pay(urlOf(e2e), key, { body: { ...card, amount: 4300 } });
     expect(changed.status).toBe(422);
     expect(await changed.json()).toMatchObject({
       type: 'https://keystone-idempotency.dev/problems/idempotency-key-reused',
@@ -115,13 +110,13 @@ describe.each(FRONT_DOORS)('the payments flows through %s', (_door, urlOf) => {
   it('answers a duplicate while the original runs 409 with Retry-After, then replays the original', async () => {
     const key = randomUUID();
     await injectFault(e2e.sandbox, { mode: 'delay', ms: 3000, count: 1 });
-    const original = pay(urlOf(), key);
+    const original = pay(urlOf(e2e), key);
     // The processor drew the delay: it holds the original's charge, so the original holds the key.
     await eventually(
       () => getJson<unknown[]>(`${e2e.sandbox.url}/__faults`),
       (pending) => pending.length === 0,
     );
-    const duplicate = await pay(urlOf(), key);
+    const duplicate = await pay(urlOf(e2e), key);
     expect(duplicate.status).toBe(409);
     expect(duplicate.headers.get('retry-after')).toBeTruthy();
     expect(await duplicate.json()).toMatchObject({
@@ -129,7 +124,7 @@ describe.each(FRONT_DOORS)('the payments flows through %s', (_door, urlOf) => {
     });
     const first = await original;
     await expectOneCharge(first, key);
-    const replay = await pay(urlOf(), key);
+    const replay = await pay(urlOf(e2e), key);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect(await replay.text()).toBe(await first.text());
   });
@@ -137,22 +132,22 @@ describe.each(FRONT_DOORS)('the payments flows through %s', (_door, urlOf) => {
   it('answers a processor outage 503 with Retry-After, and the retry with the same key charges once', async () => {
     const key = randomUUID();
     await injectFault(e2e.sandbox, { mode: 'error_503', count: 1 });
-    const outage = await pay(urlOf(), key);
+    const outage = await pay(urlOf(e2e), key);
     expect(outage.status).toBe(503);
     expect(outage.headers.get('retry-after')).toBeTruthy();
     expect(outage.headers.get('content-type')).toBe('application/problem+json');
     expect(chargesFor(key)).toHaveLength(0);
-    await expectOneCharge(await pay(urlOf(), key), key);
+    await expectOneCharge(await pay(urlOf(e2e), key), key);
   });
 
   it('answers 502 when the processor charged and its reply was lost, and the retry gets that very charge', async () => {
     const key = randomUUID();
     await injectFault(e2e.sandbox, { mode: 'drop_after_charge', count: 1 });
-    const lost = await pay(urlOf(), key);
+    const lost = await pay(urlOf(e2e), key);
     expect(lost.status).toBe(502);
     expect(lost.headers.get('retry-after')).toBeTruthy();
     const [charged] = chargesFor(key);
-    const payment = await expectOneCharge(await pay(urlOf(), key), key);
+    const payment = await expectOneCharge(await pay(urlOf(e2e), key), key);
     expect(payment.charge_id).toBe(charged?.id);
   });
 
@@ -162,9 +157,9 @@ describe.each(FRONT_DOORS)('the payments flows through %s', (_door, urlOf) => {
       ['tok_unknown_card', 422],
     ] as const) {
       const key = randomUUID();
-      const first = await pay(urlOf(), key, { body: { ...card, source } });
+      const first = await pay(urlOf(e2e), key, { body: { ...card, source } });
       expect(first.status).toBe(status);
-      const replay = await pay(urlOf(), key, { body: { ...card, source } });
+      const replay = await pay(urlOf(e2e), key, { body: { ...card, source } });
       expect(replay.status).toBe(status);
       expect(replay.headers.get('idempotent-replayed')).toBe('true');
       expect(await replay.text()).toBe(await first.text());
@@ -175,16 +170,16 @@ describe.each(FRONT_DOORS)('the payments flows through %s', (_door, urlOf) => {
   it('records a payment whose client never came back, and replays it to the client that comes back late', async () => {
     const key = randomUUID();
     await injectFault(e2e.sandbox, { mode: 'drop_after_charge', count: 1 });
-    expect((await pay(urlOf(), key)).status).toBe(502);
+    expect((await pay(urlOf(e2e), key)).status).toBe(502);
     // The client gives up. The completer finds the charge under the operation's downstream key and records it.
     const [charge] = chargesFor(key);
     const paymentId = charge?.metadata.payment_id as string;
     await eventually(
-      async () => (await getPayment(urlOf(), paymentId)).status,
+      async () => (await getPayment(urlOf(e2e), paymentId)).status,
       (status) => status === 200,
       60_000,
     );
-    const late = await pay(urlOf(), key);
+    const late = await pay(urlOf(e2e), key);
     expect(late.headers.get('idempotent-replayed')).toBe('true');
     expect(late.headers.get('location')).toBe(`/payments/${paymentId}`);
     const payment = await expectOneCharge(late, key);
@@ -193,11 +188,11 @@ describe.each(FRONT_DOORS)('the payments flows through %s', (_door, urlOf) => {
 
   it('answers an invalid body 400 listing each problem, and leaves the key free', async () => {
     const key = randomUUID();
-    const bad = await pay(urlOf(), key, { body: { amount: 0, currency: 'usdollars', source: '', tip: 1 } });
+    const bad = await pay(urlOf(e2e), key, { body: { amount: 0, currency: 'usdollars', source: '', tip: 1 } });
     expect(bad.status).toBe(400);
     const problem = (await bad.json()) as { errors: { path: string }[] };
     expect(problem.errors.map((error) => error.path).sort()).toEqual(['', 'amount', 'currency', 'source']);
-    await expectOneCharge(await pay(urlOf(), key), key);
+    await expectOneCharge(await pay(urlOf(e2e), key), key);
   });
 });
 

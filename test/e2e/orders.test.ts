@@ -4,7 +4,7 @@ import type { Order, OrderWithSteps } from '../../lib/orders/schema';
 import type { Charge } from '../../lib/sandbox/charges';
 import type { Email } from '../../lib/sandbox/emails';
 import type { Shipment } from '../../lib/sandbox/shipments';
-import { type E2eStack, e2eStack } from '../support/e2e-stack';
+import { type E2eStack, e2eStack, FRONT_DOORS } from '../support/e2e-stack';
 import { eventually } from '../support/eventually';
 import { OpenApiContract } from '../support/openapi-contract';
 
@@ -65,11 +65,6 @@ const widgets = {
   source: 'tok_visa',
   email: 'buyer@example.com',
 };
-
-const FRONT_DOORS = [
-  ['the REST API', (stack: E2eStack) => stack.url],
-  ['the HTTP API', (stack: E2eStack) => stack.httpApiUrl],
-] as const;
 
 async function order(key: string, options: { body?: unknown; url?: string; apiKey?: string } = {}) {
   const response = await fetch(`${options.url ?? e2e.url}/orders`, {

@@ -78,6 +78,12 @@ export interface E2eStack {
   startTwin(): Promise<StackProcess>;
 }
 
+/** The two front doors of a stack, for `describe.each`: a case run through each must answer alike. */
+export const FRONT_DOORS = [
+  ['the REST API', (stack: E2eStack) => stack.url],
+  ['the HTTP API', (stack: E2eStack) => stack.httpApiUrl],
+] as const;
+
 /**
  * The end-to-end fixture: the local stack process (`bin/local.ts`, what `npm start` runs) with these settings, its
  * own tables and settlement queue, against the run's DynamoDB Local, a sandbox processor (and mailer) and an SQS
