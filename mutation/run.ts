@@ -1,8 +1,9 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type DynamoDbLocal, startDynamoDbLocal } from '@keystone-idempotency/local-aws/dynamodb-local';
-import { type PostgresLocal, startPostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
+import type { DynamoDbLocal } from '@keystone-idempotency/local-aws/dynamodb-local';
+import type { PostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
+import { startTestServers } from '../test/support/test-servers';
 import { fileRows, THRESHOLD, writeMutationReport } from './report';
 
 /**
@@ -50,19 +51,7 @@ const sandboxOf = (group: string) => join(root, '.stryker-tmp', group);
 
 /** DynamoDB Local and PostgreSQL, started on first need (unless given) and kept for the rest of the run. */
 function startServers() {
-  servers ??= Promise.all([
-    process.env.DYNAMODB_ENDPOINT ? undefined : startDynamoDbLocal(),
-    process.env.POSTGRES_URL ? undefined : startPostgresLocal(),
-  ]).then(([dynamoDb, postgres]) => {
-    if (dynamoDb) {
-      process.env.DYNAMODB_ENDPOINT = dynamoDb.endpoint;
-      process.env.AWS_REGION ??= 'local';
-      process.env.AWS_ACCESS_KEY_ID ??= 'local';
-      process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
-    }
-    if (postgres) process.env.POSTGRES_URL = postgres.url;
-    return [dynamoDb, postgres];
-  });
+  servers ??= startTestServers();
   return servers;
 }
 

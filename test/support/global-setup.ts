@@ -1,24 +1,13 @@
-import { type DynamoDbLocal, startDynamoDbLocal } from '@keystone-idempotency/local-aws/dynamodb-local';
-import { type PostgresLocal, startPostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
+import type { DynamoDbLocal } from '@keystone-idempotency/local-aws/dynamodb-local';
+import type { PostgresLocal } from '@keystone-idempotency/local-aws/postgres-local';
+import { startTestServers } from './test-servers';
 
 /**
- * One DynamoDB Local and one PostgreSQL for the whole run, each on a free port, started side by side. Workers inherit
- * their addresses through the environment; each test file creates its own uniquely named tables (DynamoDB) or schema
- * (PostgreSQL), so files never see each other's data. An address already given (DYNAMODB_ENDPOINT, POSTGRES_URL)
- * is used instead of starting one.
+ * One DynamoDB Local and one PostgreSQL for the whole run ({@link startTestServers}). Each test file creates its own
+ * uniquely named tables (DynamoDB) or schema (PostgreSQL), so files never see each other's data.
  */
 export default async function globalSetup(): Promise<void> {
-  const [dynamoDb, postgres] = await Promise.all([
-    process.env.DYNAMODB_ENDPOINT ? undefined : startDynamoDbLocal(),
-    process.env.POSTGRES_URL ? undefined : startPostgresLocal(),
-  ]);
-  if (dynamoDb) {
-    process.env.DYNAMODB_ENDPOINT = dynamoDb.endpoint;
-    process.env.AWS_REGION ??= 'local';
-    process.env.AWS_ACCESS_KEY_ID ??= 'local';
-    process.env.AWS_SECRET_ACCESS_KEY ??= 'local';
-  }
-  if (postgres) process.env.POSTGRES_URL = postgres.url;
+  const [dynamoDb, postgres] = await startTestServers();
   const started = globalThis as { __dynamoDbLocal__?: DynamoDbLocal; __postgresLocal__?: PostgresLocal };
   // Jest runs each project's global setup (jest.config.js has two): the second finds both addresses given.
   if (dynamoDb) started.__dynamoDbLocal__ = dynamoDb;
