@@ -57,7 +57,7 @@ const groups = [
     tests: [
       suites.redis,
       suites.model,
-      ...['store', 'effects', 'eviction', 'durability', 'deadline', 'faults'].map(
+      ...['options', 'store', 'effects', 'eviction', 'durability', 'deadline', 'faults'].map(
         (f) => `${lib}/test/redis/${f}.test.ts`,
       ),
     ],

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import { ConfigurationError, EffectKindError, scopedKey } from '../../src/engine';
+import { hashTagOf, RedisStore } from '../../src/redis';
+import { testRedis } from '../support/redis';
+
+/**
+ * What the Redis store refuses when it is built (a prefix that would split its keys across slots, a count of sendings
+ * or a replica wait that can't be met), where its keys live, and the hash tag as Redis Cluster reads it: an effect's
+ * key is accepted only when Redis would put it in the store's slot.
+ */
+const redis = testRedis();
+const newKey = () => scopedKey({ accountId: 'acct_redis', operation: 'POST /payments', key: randomUUID() });
+
+describe('building a Redis store', () => {
+  it.each([
+    ['empty', ''],
+    ['with an opening brace', 'pay{ments'],
+    ['with a closing brace', 'pay}ments'],
+  ])('refuses a prefix %s, naming it', (_, prefix) => {
+    expect(() => redis.store({ prefix })).toThrow(ConfigurationError);
+    expect(() => redis.store({ prefix })).toThrow(`must be non-empty, without { or }: got ${JSON.stringify(prefix)}`);
+  });
+
+  it.each([0, -1, 1.5, Number.NaN])('refuses attempts: %p', (attempts) => {
+    expect(() => redis.store({ attempts })).toThrow(ConfigurationError);
+    expect(() => redis.store({ attempts })).toThrow(`attempts must be a positive integer, got ${attempts}`);
+  });
+
+  it('takes one sending as the least', () => {
+    expect(() => redis.store({ attempts: 1 })).not.toThrow();
+  });
+
+  it.each([
+    { replicas: 0, timeoutMs: 100 },
+    { replicas: 1.5, timeoutMs: 100 },
+    { replicas: 1, timeoutMs: 0 },
+    { replicas: 1, timeoutMs: 2.5 },
+    { replicas: -1, timeoutMs: -1 },
+  ])('refuses durability %p', (durability) => {
+    expect(() => redis.store({ durability })).toThrow(ConfigurationError);
+    expect(() => redis.store({ durability })).toThrow(
+      `durability needs a positive whole number of replicas and of timeoutMs, got ${JSON.stringify(durability)}`,
+    );
+  });
+
+  it('takes one replica and one millisecond as the least', () => {
+    expect(() => redis.store({ durability: { replicas: 1, timeoutMs: 1 } })).not.toThrow();
+  });
+});
+
+describe("the store's keys", () => {
+  it('all carry the prefix as their hash tag: the record, the recovery and expiry sets', async () => {
+    const prefix = `keys-${randomUUID()}`;
+    const s = redis.store({ prefix });
+    expect(s.prefix).toBe(prefix);
+    const [key, other] = [newKey(), newKey()];
+    expect(s.recordKey(key)).toBe(`{${prefix}}:record:${key}`);
+    expect(s.recoverySetKey).toBe(`{${prefix}}:recovery`);
+    // A recoverable claim is listed in the recovery set, another in the expiry set.
+    expect((await s.claim(key, 'fp', { recoverable: true })).kind).toBe('acquired');
+    expect((await s.claim(other, 'fp')).kind).toBe('acquired');
+    expect((await redis.direct.keys(`{${prefix}}:*`)).sort()).toEqual(
+      [`{${prefix}}:expiry`, `{${prefix}}:record:${key}`, `{${prefix}}:record:${other}`, `{${prefix}}:recovery`].sort(),
+    );
+    expect(await redis.direct.zRange(`{${prefix}}:recovery`, 0, -1)).toEqual([key]);
+    expect(await redis.direct.zRange(`{${prefix}}:expiry`, 0, -1)).toEqual([other]);
+    expect(await redis.direct.hGet(`{${prefix}}:record:${key}`, 'status')).toBe('IN_PROGRESS');
+  });
+
+  it('under no prefix given: keystone-idempotency', async () => {
+    const s = new RedisStore({ client: redis.direct, leaseSeconds: 30 });
+    expect(s.prefix).toBe('keystone-idempotency');
+    expect(s.recordKey('k')).toBe('{keystone-idempotency}:record:k');
+    expect(s.effectKey('n')).toBe('{keystone-idempotency}:n');
+  });
+
+  it("refuses, as an effect's key, every key the store writes itself, the one WAIT follows included", () => {
+    const prefix = `own-${randomUUID()}`;
+    const s = redis.store({ prefix });
+    for (const own of ['record:k', 'record:', 'recovery', 'expiry', 'sync']) {
+      const error = (() => {
+        try {
+          s.checkEffect({ set: `{${prefix}}:${own}`, value: 'x' }, 3);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(EffectKindError);
+      expect(error).toMatchObject({ index: 3 });
+      expect((error as Error).message).toBe(
+        `effect 3 is not a Redis effect: its key ${JSON.stringify(`{${prefix}}:${own}`)} is one of the store's own`,
+      );
+    }
+    // Beside them, a key that only resembles one is the handler's own.
+    for (const free of ['records', 'recovery:x', 'x:record:k', 'syncs']) {
+      expect(() => s.checkEffect({ set: `{${prefix}}:${free}`, value: 'x' }, 0)).not.toThrow();
+    }
+  });
+});
+
+describe('the hash tag, as Redis Cluster reads it', () => {
+  it.each([
+    ['{p}:k', 'p'],
+    ['orders{p}:k', 'p'],
+    ['}{p}:k', 'p'],
+    ['a}b{p}:k', 'p'],
+    ['{p}{q}', 'p'],
+    ['{p{q}', 'p{q'],
+  ])('%s has the tag %p', (key, tag) => {
+    expect(hashTagOf(key)).toBe(tag);
+  });
+
+  it.each(['p}:k', 'k', '{p', '{}{p}', '{}', ''])('%s has none: the whole key is hashed', (key) => {
+    expect(hashTagOf(key)).toBeUndefined();
+  });
+
+  it("accepts an effect's key only where Redis would place it in the store's slot", () => {
+    const s = redis.store({ prefix: 'p' });
+    expect(() => s.checkEffect({ set: 'orders{p}:k', value: 'x' }, 0)).not.toThrow();
+    expect(() => s.checkEffect({ set: '}{p}:k', value: 'x' }, 0)).not.toThrow();
+    for (const key of ['p}:k', '{}{p}:k', '{q}{p}:k']) {
+      expect(() => s.checkEffect({ set: key, value: 'x' }, 0)).toThrow(/must carry the store's hash tag \{p\}/);
+    }
+  });
+});
