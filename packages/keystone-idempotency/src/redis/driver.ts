@@ -78,6 +78,13 @@ export interface RedisDriverOptions {
 export const DEFAULT_PREFIX = 'keystone-idempotency';
 
 /**
+ * How much sooner than the call's end a WAIT is timed out: Redis times out a blocked WAIT on its event loop, which at
+ * its default `hz` of 10 wakes up to 100 ms late (measured: `WAIT 1 100` answers after about 200 ms), and the reply
+ * still has to travel.
+ */
+const WAIT_REPLY_MARGIN_MS = 150;
+
+/**
  * The idempotency driver on Redis (and Valkey): each conditional write one Lua script over the record's hash, the
  * recovery set (a sorted set by `recoverAt`) and the effects' keys, all in one hash slot. Written against the
  * package's published driver interface only (`keystone-idempotency/engine`), as a store outside the package would be.
@@ -354,14 +361,15 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
   /**
    * WAIT for the replicas, on one connection after a write of its own there: WAIT counts its own connection's writes,
    * and the script's may have gone on another (a pool's, a reconnected client's, or none at all when it met its own
-   * earlier write). Replication keeps order, so a replica that has this write has the script's.
+   * earlier write). Replication keeps order, so a replica that has this write has the script's. WAIT is asked for what
+   * the call has left less {@link WAIT_REPLY_MARGIN_MS}, so that its own answer comes within the call's time.
    */
   private async waitForReplicas(durability: { replicas: number; timeoutMs: number }, end: number): Promise<void> {
     const { replicas, timeoutMs } = durability;
     let waitedMs = timeoutMs;
     const acknowledged = await sendWithin(this.state, end, this.attempts, (client, timeLeftMs) =>
       onOneConnection(client, this.keys.sync, async (one) => {
-        waitedMs = Math.max(1, Math.min(timeoutMs, timeLeftMs - 50));
+        waitedMs = Math.max(1, Math.min(timeoutMs, timeLeftMs - WAIT_REPLY_MARGIN_MS));
         const [, acked] = await Promise.all([
           one.sendCommand(['SET', this.keys.sync, '1']),
           one.sendCommand(['WAIT', String(replicas), String(waitedMs)]),

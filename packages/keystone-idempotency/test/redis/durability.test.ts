@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { type RedisCommand, startRedisFaultProxy } from '@keystone-idempotency/local-aws/redis-fault-proxy';
 import { type RedisLocal, type RedisLocalOptions, startRedisLocal } from '@keystone-idempotency/local-aws/redis-local';
+import { createClient, RESP_TYPES } from '@redis/client';
 import { ConfigurationError, IdempotencyError, type Lease, type StoredResponse, scopedKey } from '../../src/engine';
 import { RedisStore, type RedisStoreOptions } from '../../src/redis';
 import { type RedisClient, redisClient, redisEngineCommands } from '../support/redis';
@@ -57,6 +58,50 @@ describe('the store refuses, before its first command, a server that can lose an
     expect(await c.dbSize()).toBe(0);
     // durability: 'unchecked' is the explicit opt-out: the caller vouches for the server.
     expect((await store(c, { durability: 'unchecked' }).claim(key, 'fp')).kind).toBe('acquired');
+  });
+
+  it('is checked when the eviction check is skipped, and says what to do', async () => {
+    const redis = await server({ appendOnly: false });
+    const c = await client(redis.url);
+    await expect(store(c, { evictionCheck: 'skip' }).claim(newKey(), 'fp')).rejects.toThrow(
+      'run it with appendonly yes and appendfsync always, or pass durability: { replicas, timeoutMs } to WAIT for ' +
+        "replicas after each write, or durability: 'unchecked' if it is durable by other means",
+    );
+  });
+
+  it.each([
+    ['an object', {}],
+    ['a Map', { [RESP_TYPES.MAP]: Map }],
+    ['pairs in an array', { [RESP_TYPES.MAP]: Array }],
+  ] as const)('reads appendfsync from a client that maps replies to %s', async (_, typeMapping) => {
+    const everysec = await server({ settings: { appendfsync: 'everysec' } });
+    const always = await server();
+    const mapped = async (url: string) => {
+      const c = createClient({ url, commandOptions: { typeMapping } });
+      await c.connect();
+      started.push(c);
+      return c;
+    };
+    await expect(store(await mapped(everysec.url)).claim(newKey(), 'fp')).rejects.toThrow(/appendfsync is everysec:/);
+    expect((await store(await mapped(always.url)).claim(newKey(), 'fp')).kind).toBe('acquired');
+  });
+
+  it('a check whose reply was lost is not a refusal: the call fails retryably, and the next checks again', async () => {
+    const redis = await server();
+    const proxy = await startRedisFaultProxy(redis.url);
+    started.push(proxy);
+    const c = await client(proxy.url);
+    const lost = proxy.arm({
+      match: { name: 'CONFIG GET appendfsync', when: (command) => command.args.join(' ') === 'CONFIG GET appendfsync' },
+      fault: { mode: 'drop-reply' },
+      count: 1,
+    });
+    const s = store(c, { attempts: 1, deadline: () => Date.now() + 1_000 });
+    const error = await s.claim(newKey(), 'fp').catch((e: unknown) => e);
+    expect(lost.fired()).toBe(1);
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(ConfigurationError);
+    expect((await s.claim(newKey(), 'fp')).kind).toBe('acquired');
   });
 
   it('accepts appendonly yes with appendfsync always', async () => {
@@ -159,6 +204,34 @@ describe('durability: { replicas, timeoutMs }: WAIT after every write', () => {
     await s.commit(lease, created);
     // The first sending's reply lost, the second meets the completion it wrote; a write of its own and WAIT follow.
     expect(sent(proxy.commands())).toEqual(['script', 'script', 'SET', 'WAIT']);
+  });
+
+  it('a claim that meets the record of another owner waits for no replica: in flight at once', async () => {
+    const { c } = await replicated();
+    const key = newKey();
+    await acquire(store(c, { durability: waiting }), key);
+    // Two replicas asked for, one there: any WAIT of this store would fail the call.
+    const s = store(c, { durability: { replicas: 2, timeoutMs: 300 } });
+    expect(await s.claim(key, 'fp')).toMatchObject({ kind: 'in_flight' });
+    await expect(s.claim(newKey(), 'fp')).rejects.toThrow(/reached 1 of the 2 replicas it needs within \d+ ms/);
+  });
+
+  it("waits for the replicas no longer than the call's time allows, less a margin for the reply", async () => {
+    const { c } = await replicated();
+    const s = store(c, {
+      attempts: 1,
+      durability: { replicas: 2, timeoutMs: 10_000 },
+      deadline: () => Date.now() + 1_000,
+    });
+    const begun = Date.now();
+    const error = await s.claim(newKey(), 'fp').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(IdempotencyError);
+    // The replicas' answer, not the deadline's: WAIT asked for what the call had left, less a margin for Redis's
+    // timer (it wakes up to 100 ms late) and the reply.
+    const waited = Number(/reached 1 of the 2 replicas it needs within (\d+) ms/.exec(String(error))?.[1]);
+    expect(waited).toBeGreaterThan(0);
+    expect(waited).toBeLessThanOrEqual(850);
+    expect(Date.now() - begun).toBeLessThan(1_000);
   });
 
   it('a SIGKILL of the primary, the replica promoted: every acknowledged commit is there', async () => {
