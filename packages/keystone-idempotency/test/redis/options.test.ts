@@ -123,3 +123,32 @@ describe('the hash tag, as Redis Cluster reads it', () => {
     }
   });
 });
+
+describe('an effect the store refuses when staged, and why', () => {
+  const prefix = 'p';
+  const why = (effect: unknown) => {
+    try {
+      redis.store({ prefix }).checkEffect(effect, 2);
+    } catch (error) {
+      expect(error).toBeInstanceOf(EffectKindError);
+      expect(error).toMatchObject({ index: 2 });
+      return (error as Error).message.replace('effect 2 is not a Redis effect: ', '');
+    }
+    throw new Error(`accepted: ${JSON.stringify(effect)}`);
+  };
+  const shapes = 'expected { set, value }, { hset, field, value }, { incrBy, by } or { require }';
+
+  it('names what is wrong with each', () => {
+    expect(why(null)).toBe('not an object');
+    expect(why('set')).toBe('not an object');
+    expect(why({ incrBy: '{p}:n', by: 0.5 })).toBe('incrBy needs a safe integer `by`');
+    expect(why({ incrBy: '{p}:n', by: 2 ** 53 })).toBe('incrBy needs a safe integer `by`');
+    // A count sent as text is no incrBy at all: Redis would take '5', but the effect's type says a number.
+    expect(why({ incrBy: '{p}:n', by: '5' })).toBe(shapes);
+    expect(why({ set: '{p}:n' })).toBe(shapes);
+    expect(why({ Put: { TableName: 't', Item: {} } })).toBe(shapes);
+    expect(why({ set: '{q}:n', value: 'x' })).toBe(
+      'its key "{q}:n" must carry the store\'s hash tag {p} (store.effectKey(name)): on a cluster a script writes one hash slot only',
+    );
+  });
+});

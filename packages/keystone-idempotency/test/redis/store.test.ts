@@ -134,7 +134,10 @@ describe('the eviction policy', () => {
       const client = await redis.newProxiedClient();
       const s = redis.store({ client });
       await expect(s.claim(newKey(), 'fp')).rejects.toThrow(ConfigurationError);
-      await expect(s.claim(newKey(), 'fp')).rejects.toThrow(new RegExp(`maxmemory-policy is ${policy}`));
+      await expect(s.claim(newKey(), 'fp')).rejects.toThrow(
+        `the Redis server's maxmemory-policy is ${policy}, which can evict the store's records (a completed one lost ` +
+          'is work run twice; an unfinished one, work lost): the store needs noeviction',
+      );
       // The refusal stands for the client, whatever the server's setting becomes: a new client checks again.
       await redis.direct.configSet('maxmemory-policy', 'noeviction');
       await expect(s.get(newKey())).rejects.toThrow(ConfigurationError);
@@ -159,6 +162,14 @@ describe('the eviction policy', () => {
     await redis.direct.configSet('maxmemory-policy', 'allkeys-lru');
     const other = await redis.newProxiedClient();
     expect((await redis.store({ client: other, evictionCheck: 'skip' }).claim(newKey(), 'fp')).kind).toBe('acquired');
+  });
+
+  it('refuses allkeys-* though told volatile-* will do, naming what it accepts', async () => {
+    await redis.direct.configSet('maxmemory-policy', 'allkeys-lru');
+    const client = await redis.newProxiedClient();
+    await expect(redis.store({ client, evictionCheck: 'volatile' }).claim(newKey(), 'fp')).rejects.toThrow(
+      /maxmemory-policy is allkeys-lru, .*: the store needs noeviction or volatile-\*$/,
+    );
   });
 
   it('reads it on a server whose CONFIG is renamed away (as ElastiCache blocks it): INFO, in a script', async () => {
@@ -216,7 +227,8 @@ describe('effects', () => {
       ])
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EffectConditionFailedError);
-    expect(error).toMatchObject({ index: 1 });
+    // The refused effect itself, as staged, for the caller's message.
+    expect(error).toMatchObject({ index: 1, item: { incrBy: text, by: 1 } });
     expect(await redis.direct.exists(written)).toBe(0);
     expect(await s.get(key)).toMatchObject({ status: 'IN_PROGRESS' });
     await s.commit(lease, created, [
