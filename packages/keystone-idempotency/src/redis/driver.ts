@@ -341,7 +341,7 @@ export class RedisDriver implements IdempotencyDriver<RedisEffect> {
     try {
       fsync = await sendWithin(this.state, end, this.attempts, (client) =>
         onOneConnection(client, this.keys.sync, async (one) =>
-          configValue(await one.sendCommand(['CONFIG', 'GET', 'appendfsync']), 'appendfsync'),
+          configValue(await one.sendCommand(['CONFIG', 'GET', 'appendfsync'])),
         ),
       );
     } catch (error) {
@@ -398,15 +398,17 @@ function wroteOrMetOwn(reply: unknown, leaseToken: string): boolean {
   return kind === 'met' && fromPairs(asArray(reply).slice(1))?.leaseToken === leaseToken;
 }
 
-/** CONFIG GET's reply (pairs in RESP2, a map in RESP3): the value of `name`, or ''. */
-function configValue(reply: unknown, name: string): string {
-  if (Array.isArray(reply)) {
-    const at = reply.findIndex((item) => String(item) === name);
-    return at < 0 ? '' : String(reply[at + 1] ?? '');
-  }
-  if (reply instanceof Map) return String(reply.get(name) ?? '');
-  if (typeof reply === 'object' && reply !== null) return String((reply as Record<string, unknown>)[name] ?? '');
-  return '';
+/**
+ * The value in CONFIG GET's reply for the one parameter asked for, as the client maps the reply: an object (node-redis's
+ * default), a Map, or the pair as an array; '' when the server has no such parameter.
+ */
+function configValue(reply: unknown): string {
+  const [value] = Array.isArray(reply)
+    ? reply.slice(1)
+    : reply instanceof Map
+      ? reply.values()
+      : Object.values(reply ?? {});
+  return String(value ?? '');
 }
 
 function outcomeOf(reply: unknown, effects: readonly RedisEffect[]): WriteOutcome {

@@ -48,6 +48,26 @@ describe('building a Redis store', () => {
   });
 });
 
+describe('a client that sends scripts only (no sendCommand)', () => {
+  it("is refused with durability: { replicas, timeoutMs }, which sends WAIT, before the store's first write", async () => {
+    const prefix = `scripts-only-${randomUUID()}`;
+    const direct = redis.direct;
+    const scriptsOnly = {
+      eval: (script: string, options: { keys: string[]; arguments: string[] }) => direct.eval(script, options),
+      evalSha: (sha: string, options: { keys: string[]; arguments: string[] }) => direct.evalSha(sha, options),
+    };
+    const s = new RedisStore({
+      client: scriptsOnly,
+      prefix,
+      leaseSeconds: 30,
+      durability: { replicas: 1, timeoutMs: 100 },
+    });
+    await expect(s.claim(newKey(), 'fp')).rejects.toThrow(ConfigurationError);
+    await expect(s.claim(newKey(), 'fp')).rejects.toThrow(/sends WAIT, which the Redis client can't/);
+    expect(await direct.keys(`{${prefix}}:*`)).toEqual([]);
+  });
+});
+
 describe("the store's keys", () => {
   it('all carry the prefix as their hash tag: the record, the recovery and expiry sets', async () => {
     const prefix = `keys-${randomUUID()}`;
