@@ -132,4 +132,93 @@ export const equivalents: readonly Equivalent[] = [
     reason:
       'transactionBounds (statements.ts) tests statementMs against undefined: present as undefined, it is left out, and the session keeps its own statement_timeout.',
   },
+  {
+    file: 'packages/keystone-idempotency/src/redis/driver.ts',
+    mutator: 'ArrayDeclaration',
+    original: '[]',
+    replacement: '["Stryker was here"]',
+    reason: "The read script's arguments: it takes none (`HGETALL KEYS[1]`), so one more is never read.",
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/driver.ts',
+    mutator: 'EqualityOperator',
+    original: 'i + 1 < reply.length',
+    replacement: 'i + 1 <= reply.length',
+    reason:
+      "findDue's reply is ZRANGE ... WITHSCORES: member and score in pairs, an even length, so i (even) never reaches length - 1 where the two bounds differ.",
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/driver.ts',
+    mutator: 'StringLiteral',
+    original: "''",
+    replacement: '"Stryker was here!"',
+    reason:
+      "Each `''` here is a fallback Redis never leaves to be used, or an argument read only beside another: the place script reads the seen status only when a lease token was seen (a fresh claim sends neither, scripts.ts PLACE); the server-settings script always returns two strings (`or ''` in Lua), so `policy ?? ''` and `aof ?? ''` never fall back; CONFIG GET appendfsync always answers with the parameter's value, so configValue's `?? ''` never falls back with Redis or Valkey. The same literal in the unreported-policy branch: see `policy === ''`.",
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/driver.ts',
+    mutator: 'ConditionalExpression',
+    original: "policy === ''",
+    replacement: 'false',
+    reason:
+      'Unreachable with Redis and Valkey: INFO memory always reports maxmemory_policy, and the server-settings script matches every policy name. The branch words the refusal for a Redis-compatible server that reports none; not equivalent there, but no server the tests run has that behaviour, and a stand-in reply would test a mock, not a server. Counted against the score.',
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/driver.ts',
+    mutator: 'StringLiteral',
+    original:
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the mutated source, a template literal, as written
+      '`the Redis server did not report its maxmemory-policy (INFO memory): set it to ${accepted} (on ElastiCache, in the `',
+    replacement: '``',
+    reason:
+      "The refusal's wording for a server that reports no maxmemory_policy: unreachable with Redis and Valkey (see `policy === ''`). Counted against the score.",
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/driver.ts',
+    mutator: 'StringLiteral',
+    original: `"parameter group), then pass evictionCheck: 'skip'"`,
+    replacement: '""',
+    reason:
+      "The refusal's wording for a server that reports no maxmemory_policy: unreachable with Redis and Valkey (see `policy === ''`). Counted against the score.",
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/driver.ts',
+    mutator: 'StringLiteral',
+    original: "'1'",
+    replacement: '""',
+    reason:
+      "The value of the write WAIT follows: any value is a write that replication carries in order, '' as well as '1'.",
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/driver.ts',
+    mutator: 'ConditionalExpression',
+    original: "kind === 'met'",
+    replacement: 'true',
+    reason:
+      "A reply that is neither written nor met is an effect's refusal (`['effect', index]`): its pairs carry no lease token, so the token test that follows fails for it as `kind === 'met'` did.",
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/driver.ts',
+    mutator: 'ConditionalExpression',
+    original: "kind === 'effect'",
+    replacement: 'true',
+    reason:
+      'The scripts answer written, met or effect only (scripts.ts): the error for any other reply is never reached.',
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/effect.ts',
+    mutator: 'StringLiteral',
+    original: "'0'",
+    replacement: '""',
+    reason:
+      "The ifAbsent flag is tested as `nx == '1'` by the commit script: '0' and '' both mean not ifAbsent, and incrBy and require never read it.",
+  },
+  {
+    file: 'packages/keystone-idempotency/src/redis/effect.ts',
+    mutator: 'StringLiteral',
+    original: "''",
+    replacement: '"Stryker was here!"',
+    reason:
+      "An operand the effect's kind never reads: the scripts read the second operand for hset only, and none for require (scripts.ts refusedEffect, writeEffects).",
+  },
 ];

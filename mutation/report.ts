@@ -99,7 +99,10 @@ export function fileRows(): { rows: FileRow[]; stale: Equivalent[]; missing: str
         missing.push(file);
         continue;
       }
-      const valid = result.mutants.filter((m) => m.status !== 'CompileError' && m.status !== 'Ignored');
+      // As Stryker scores: a mutant that does not compile, or breaks its module before any case runs (RuntimeError:
+      // `createHash('')` at load), or is ignored, is no mutant a case could kill or miss.
+      const invalid = (m: { status: string }) => m.status === 'CompileError' || m.status === 'RuntimeError';
+      const valid = result.mutants.filter((m) => !invalid(m) && m.status !== 'Ignored');
       const count = (status: string) => valid.filter((m) => m.status === status).length;
       const unexplained: FileRow['unexplained'] = [];
       const matched: FileRow['equivalents'] = [];
@@ -134,7 +137,7 @@ export function fileRows(): { rows: FileRow[]; stale: Equivalent[]; missing: str
         survived: count('Survived'),
         equivalent,
         noCoverage: count('NoCoverage'),
-        compileErrors: result.mutants.filter((m) => m.status === 'CompileError').length,
+        compileErrors: result.mutants.filter(invalid).length,
         ignored: result.mutants.filter((m) => m.status === 'Ignored').length,
         score: valid.length === 0 ? 100 : (100 * (killed + timedOut)) / valid.length,
         seconds: timing?.files[file],
@@ -183,7 +186,7 @@ export function writeMutationReport(path: string): { belowThreshold: string[] } 
     "- time: the wall time spent on the file in its group's last full run, on this two-core machine shared with",
     '  other work.',
     '',
-    '| group | file | mutants | killed (timed out; by own tests) | survived | equivalent | no coverage | score | time | compile errors, message text |',
+    '| group | file | mutants | killed (timed out; by own tests) | survived | equivalent | no coverage | score | time | compile or load errors, message text |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const r of rows) {
