@@ -44,9 +44,8 @@ export interface GroupTimings {
 const TIMINGS = join(__dirname, 'timings.json');
 
 let servers: Promise<(DynamoDbLocal | PostgresLocal | undefined)[]> | undefined;
-let stryker: ReturnType<typeof spawn> | undefined;
-/** The group Stryker is running now: its sandbox (mutation/stryker.config.mjs) is the one to remove when stopped. */
-let running: string | undefined;
+/** The Stryker run under way, and its group: its sandbox (mutation/stryker.config.mjs) is the one to remove when stopped. */
+let stryker: { child: ReturnType<typeof spawn>; group: string } | undefined;
 const sandboxOf = (group: string) => join(root, '.stryker-tmp', group);
 
 /** DynamoDB Local and PostgreSQL, started on first need (unless given) and kept for the rest of the run. */
@@ -62,14 +61,14 @@ async function stopServers(): Promise<void> {
 
 /** On a signal: Stryker's process group and the servers, at once; and the sandbox Stryker had no time to remove. */
 function killNow(started: readonly ({ pid: number } | undefined)[]): void {
-  for (const pid of [stryker?.pid, ...started.map((server) => server?.pid)]) {
+  for (const pid of [stryker?.child.pid, ...started.map((server) => server?.pid)]) {
     try {
       if (pid) process.kill(-pid, 'SIGKILL');
     } catch {
       // already gone
     }
   }
-  if (running) rmSync(sandboxOf(running), { recursive: true, force: true });
+  if (stryker) rmSync(sandboxOf(stryker.group), { recursive: true, force: true });
 }
 
 /** One Stryker run of `group`: its exit code, and how many results the incremental file gave it. */
@@ -88,8 +87,7 @@ async function runStryker(group: string): Promise<{ code: number; reused: string
       stdio: ['ignore', 'pipe', 'inherit'],
       detached: true,
     });
-    stryker = child;
-    running = group;
+    stryker = { child, group };
     const budget = ci
       ? setTimeout(
           () => {
@@ -114,7 +112,6 @@ async function runStryker(group: string): Promise<{ code: number; reused: string
       stryker = undefined;
       // Killed (past CI's budget), it had no time to remove its sandbox.
       if (signal) rmSync(sandboxOf(group), { recursive: true, force: true });
-      running = undefined;
       resolve({ code: code ?? (signal ? 1 : 0), reused });
     });
   });

@@ -11,6 +11,18 @@ import { testRedis } from '../support/redis';
 const redis = testRedis();
 const newKey = () => scopedKey({ accountId: 'acct_redis', operation: 'POST /payments', key: randomUUID() });
 
+/** The EffectKindError `store` refuses `effect` with, at `index`; fails the case if the effect is accepted. */
+function refusalOf(store: RedisStore, effect: unknown, index: number): EffectKindError {
+  try {
+    store.checkEffect(effect, index);
+  } catch (error) {
+    expect(error).toBeInstanceOf(EffectKindError);
+    expect(error).toMatchObject({ index });
+    return error as EffectKindError;
+  }
+  throw new Error(`accepted: ${JSON.stringify(effect)}`);
+}
+
 describe('building a Redis store', () => {
   it.each([
     ['empty', ''],
@@ -98,16 +110,7 @@ describe("the store's keys", () => {
     const prefix = `own-${randomUUID()}`;
     const s = redis.store({ prefix });
     for (const own of ['record:k', 'record:', 'recovery', 'expiry', 'sync']) {
-      const error = (() => {
-        try {
-          s.checkEffect({ set: `{${prefix}}:${own}`, value: 'x' }, 3);
-        } catch (e) {
-          return e;
-        }
-      })();
-      expect(error).toBeInstanceOf(EffectKindError);
-      expect(error).toMatchObject({ index: 3 });
-      expect((error as Error).message).toBe(
+      expect(refusalOf(s, { set: `{${prefix}}:${own}`, value: 'x' }, 3).message).toBe(
         `effect 3 is not a Redis effect: its key ${JSON.stringify(`{${prefix}}:${own}`)} is one of the store's own`,
       );
     }
@@ -146,16 +149,8 @@ describe('the hash tag, as Redis Cluster reads it', () => {
 
 describe('an effect the store refuses when staged, and why', () => {
   const prefix = 'p';
-  const why = (effect: unknown) => {
-    try {
-      redis.store({ prefix }).checkEffect(effect, 2);
-    } catch (error) {
-      expect(error).toBeInstanceOf(EffectKindError);
-      expect(error).toMatchObject({ index: 2 });
-      return (error as Error).message.replace('effect 2 is not a Redis effect: ', '');
-    }
-    throw new Error(`accepted: ${JSON.stringify(effect)}`);
-  };
+  const why = (effect: unknown) =>
+    refusalOf(redis.store({ prefix }), effect, 2).message.replace('effect 2 is not a Redis effect: ', '');
   const shapes = 'expected { set, value }, { hset, field, value }, { incrBy, by } or { require }';
 
   it('names what is wrong with each', () => {
